@@ -1,0 +1,27 @@
+import os
+import sys
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+# The packages ship with the workflow: importable whether installed or not (rule scripts
+# put the same folder on their path).
+sys.path.insert(0, workflow.basedir)
+
+
+configfile: os.path.join(workflow.basedir, "config/config.yaml")
+
+
+validate(config, "config/schemas/config.schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/generate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.select_instances.output,
+        rules.generate_all.input,

@@ -1,0 +1,41 @@
+import yaml
+from snakemake.exceptions import WorkflowError
+
+from workflow_scripts.study import StudyError, load_study
+
+OUT = config["outdir"]
+RUN = f"{OUT}/{{model}}/{{task}}/{{instance}}"
+
+with open(config["model_registry"], encoding="utf-8") as registry_file:
+    REGISTRY = yaml.safe_load(registry_file)
+validate(REGISTRY, "../config/schemas/models.schema.yaml")
+
+try:
+    STUDY = load_study(config, REGISTRY)
+except StudyError as err:
+    raise WorkflowError(str(err)) from None
+
+INSTANCES = STUDY.instances
+IMAGE = INSTANCES["image"].to_dict()
+PROMPT = INSTANCES["prompt"].to_dict()
+GENERATION_PARAMS = {model: STUDY.generation_params(model) for model in STUDY.models}
+
+
+wildcard_constraints:
+    model="|".join(STUDY.models),
+    task="[A-Za-z0-9_]+",
+    instance="[^/]+",
+
+
+def per_instance(pattern):
+    """`pattern` (under RUN) for every selected (model, instance)."""
+    return [
+        pattern.format(model=model, task=task, instance=instance)
+        for model in STUDY.models
+        for instance, task in INSTANCES["task"].items()
+    ]
+
+
+def model_resource(name, default):
+    """A per-model resource from the registry's `resources`."""
+    return lambda wildcards: STUDY.models[wildcards.model].resources.get(name, default)

@@ -1,0 +1,42 @@
+rule select_instances:
+    output:
+        f"{OUT}/instances/selected.csv",
+    log:
+        f"{OUT}/logs/select_instances.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        ids=INSTANCES.index.tolist(),
+        subset=config["benchmark"]["subset"],
+        seed=config["benchmark"]["subset_seed"],
+    script:
+        "../workflow_scripts/entry/select_instances.py"
+
+
+rule generate:
+    input:
+        image=lambda w: IMAGE[w.instance],
+    output:
+        video=f"{RUN}/video.mp4",
+        checkpoints=[f"{RUN}/denoise/{name}" for name in STUDY.checkpoint_files()],
+        meta=f"{RUN}/generation.json",
+    log:
+        f"{OUT}/logs/generate/{{model}}/{{task}}/{{instance}}.log",
+    conda:
+        "../envs/inference.yaml"
+    threads: model_resource("threads", 1)
+    resources:
+        gpu=model_resource("gpu", 1),
+        mem_mb=model_resource("mem_mb", 16000),
+        runtime=model_resource("runtime", 60),
+    params:
+        settings=lambda w: GENERATION_PARAMS[w.model],
+        prompt=lambda w: PROMPT[w.instance],
+    script:
+        "../workflow_scripts/entry/generate.py"
+
+
+rule generate_all:
+    input:
+        per_instance(f"{RUN}/video.mp4"),

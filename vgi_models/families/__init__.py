@@ -1,0 +1,1 @@
+"""One module per pipeline family: tiny builders, real-weight loaders and latent decoders."""

@@ -1,0 +1,95 @@
+"""One generation job: a video, its denoising checkpoints and `generation.json`."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+from vgi_models.hooks import CheckpointRecorder
+from vgi_models.registry import ModelSpec
+from vgi_models.video import checkpoint_name, write_video
+
+PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "peft")
+
+
+def generate(
+    spec: ModelSpec,
+    image: str,
+    prompt: str,
+    steps: list[int],
+    decode: str,
+    out_dir: Path,
+) -> dict:
+    """Run the model on one instance, decode every checkpoint, return the metadata written."""
+    out_dir = Path(out_dir)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    gen = spec.generation
+    seconds = {}
+
+    t0 = time.perf_counter()
+    pipe = spec.build().to(device)
+    seconds["load"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    generator = torch.Generator("cpu").manual_seed(gen["seed"])
+    kinds = {"x0": ["x0"], "xt": ["xt"], "both": ["x0", "xt"]}[decode]
+    with (
+        torch.inference_mode(),
+        CheckpointRecorder(pipe.scheduler, tuple(steps), keep_xt="xt" in kinds) as rec,
+    ):
+        latents = pipe(
+            image=Image.open(image).convert("RGB"),
+            prompt=prompt,
+            generator=generator,
+            output_type="latent",
+            **spec.module.call_kwargs(gen),
+        ).frames
+    seconds["denoise"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    final = spec.module.decode(pipe, latents)
+    write_video(final, out_dir / "video.mp4", gen["fps"])
+    latents = latents.cpu()
+    for step in steps:
+        for kind in kinds:
+            state = getattr(rec.checkpoints[step], kind)
+            frames = final if torch.equal(state, latents) else spec.module.decode(pipe, state)
+            write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
+    seconds["decode"] = time.perf_counter() - t0
+
+    meta = {
+        "model": spec.key,
+        "settings": spec.settings(),
+        "seed": gen["seed"],
+        "image": str(image),
+        "prompt": prompt,
+        "denoise": {"steps": list(steps), "decode": decode},
+        "frames": int(final.shape[0]),
+        "height": int(final.shape[1]),
+        "width": int(final.shape[2]),
+        "fps": gen["fps"],
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "threads": torch.get_num_threads(),
+        "versions": {"python": platform.python_version()} | {p: version(p) for p in PACKAGES},
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "peak_memory_mb": _peak_memory_mb(device),
+    }
+    (out_dir / "generation.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def _peak_memory_mb(device: str) -> dict:
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = {"cpu_rss": round(rss_kb / 1024, 1)}
+    if device == "cuda":
+        peak["gpu"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return peak

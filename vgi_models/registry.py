@@ -1,0 +1,106 @@
+"""The model registry: `config/models.yaml` entries as `ModelSpec`s that build pipelines."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+TINY = "tiny"
+FAMILIES = {"wan21": "vgi_models.families.wan", "wan22": "vgi_models.families.wan"}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registry entry. `generation` holds every setting that shapes the video."""
+
+    key: str
+    family: str
+    source: str
+    dtype: str
+    generation: dict
+    resources: dict
+
+    @property
+    def module(self) -> ModuleType:
+        """The family module (imported on first use: the DAG is built without torch)."""
+        return importlib.import_module(FAMILIES[self.family])
+
+    @property
+    def steps(self) -> int:
+        return self.generation["num_inference_steps"]
+
+    def settings(self) -> dict:
+        """Everything in the entry that determines a generated video (not its resources)."""
+        return {
+            "family": self.family,
+            "source": self.source,
+            "dtype": self.dtype,
+            "generation": self.generation,
+        }
+
+    def resolve_source(self) -> str:
+        """The local weight directory; raises `FileNotFoundError` naming the model key."""
+        path = Path(self.source).expanduser()
+        if path.is_dir():
+            return str(path)
+        if path.is_absolute() or self.source.startswith(".") or self.source.count("/") != 1:
+            raise FileNotFoundError(f"model {self.key!r}: weight directory {self.source} not found")
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            return snapshot_download(self.source, local_files_only=True)
+        except LocalEntryNotFoundError:
+            raise FileNotFoundError(
+                f"model {self.key!r}: {self.source} is neither a directory nor in the local "
+                "Hugging Face cache (download it on a login node first)"
+            ) from None
+
+    def build(self):
+        """The diffusers pipeline with tiny random or real weights."""
+        import torch
+
+        if self.source == TINY:
+            return self.module.build_tiny(self.family, self.generation)
+        return self.module.load(self.resolve_source(), self.generation, getattr(torch, self.dtype))
+
+
+def load_registry(entries: dict) -> dict[str, ModelSpec]:
+    """Registry entries (already schema-validated) keyed by model key."""
+    return {
+        key: ModelSpec(
+            key=key,
+            family=entry["family"],
+            source=entry["source"],
+            dtype=entry.get("dtype", "bfloat16"),
+            generation=entry["generation"],
+            resources=entry.get("resources", {}),
+        )
+        for key, entry in entries.items()
+    }
+
+
+def problems_of(
+    specs: dict[str, ModelSpec], keys: list[str], denoise_steps: list[int]
+) -> list[str]:
+    """Every reason the selected models cannot run, each naming the model key."""
+    found = []
+    for key in keys:
+        if key not in specs:
+            found.append(f"models: {key!r} is not in the model registry ({', '.join(specs)})")
+            continue
+        spec = specs[key]
+        beyond = [s for s in denoise_steps if s > spec.steps]
+        if beyond:
+            found.append(
+                f"model {key!r}: denoise.steps {beyond} exceed its "
+                f"num_inference_steps ({spec.steps})"
+            )
+        if spec.source != TINY:
+            try:
+                spec.resolve_source()
+            except FileNotFoundError as err:
+                found.append(str(err))
+    return found

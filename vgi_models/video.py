@@ -1,0 +1,21 @@
+"""Writing generated frames as H.264 MP4 files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import imageio.v2 as imageio
+import numpy as np
+
+
+def write_video(frames: np.ndarray, path: Path | str, fps: int) -> None:
+    """uint8 frames [F, H, W, 3] -> a yuv420p H.264 MP4 any player opens."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with imageio.get_writer(path, format="FFMPEG", fps=fps, quality=8, macro_block_size=16) as out:
+        for frame in frames:
+            out.append_data(frame)
+
+
+def checkpoint_name(step: int, kind: str) -> str:
+    """`step04.mp4` for x0, `step04_xt.mp4` for the noisy latent."""
+    return f"step{step:02d}.mp4" if kind == "x0" else f"step{step:02d}_xt.mp4"

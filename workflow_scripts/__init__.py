@@ -1,0 +1,1 @@
+"""Code run by the workflow rules: benchmark loading, judging, transitions, aggregation."""

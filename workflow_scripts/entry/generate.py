@@ -1,0 +1,10 @@
+"""Snakemake entry of rule `generate`: one model on one instance."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
+
+from workflow_scripts.jobs import generate_job  # noqa: E402
+
+generate_job(snakemake)

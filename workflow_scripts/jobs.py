@@ -1,0 +1,62 @@
+"""The bodies of the rules' scripts: unpack the Snakemake job, call the packages, log."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+
+@contextlib.contextmanager
+def job_log(smk):
+    """Send the job's stdout, stderr and logging (progress bars included) to its log file."""
+    Path(smk.log[0]).parent.mkdir(parents=True, exist_ok=True)
+    with (
+        open(smk.log[0], "w", encoding="utf-8") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        handler = logging.StreamHandler(log)
+        logging.getLogger().addHandler(handler)
+        try:
+            yield
+        finally:
+            logging.getLogger().removeHandler(handler)
+
+
+def generate_job(smk) -> None:
+    """Rule `generate`: run one model on one instance with the settings carried in params."""
+    import torch
+
+    from vgi_models.generate import generate
+    from vgi_models.registry import load_registry
+
+    settings = json.loads(smk.params.settings)
+    denoise = settings.pop("denoise")
+    spec = load_registry({smk.wildcards.model: settings})[smk.wildcards.model]
+    with job_log(smk):
+        torch.set_num_threads(smk.threads)
+        meta = generate(
+            spec,
+            image=smk.input.image,
+            prompt=smk.params.prompt,
+            steps=denoise["steps"],
+            decode=denoise["decode"],
+            out_dir=Path(smk.output.video).parent,
+        )
+        print(json.dumps(meta["seconds"]))
+
+
+def select_instances_job(smk) -> None:
+    """Rule `select_instances`: write the chosen instance ids with their task and level."""
+    ids = pd.Series(smk.params.ids, name="instance")
+    table = ids.str.extract(r"^(?P<task>.+)_lv(?P<level>\d+)_(?P<id>.+)$")
+    table.insert(0, "instance", ids)
+    table["subset"] = smk.params.subset
+    table["subset_seed"] = smk.params.seed
+    with job_log(smk):
+        table.to_csv(smk.output[0], index=False)
+        print(f"{len(table)} instances selected ({smk.params.subset}, seed {smk.params.seed})")
