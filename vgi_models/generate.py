@@ -27,12 +27,16 @@ def generate(
     decode: str,
     out_dir: Path,
 ) -> dict:
-    """Run the model on one instance, decode every checkpoint, return the metadata written."""
+    """Run the model on one instance, decode every checkpoint, return the metadata written.
+
+    The family module maps the pipeline's latent output (`final_latents`) and a recorded
+    state (`checkpoint_latents`) to the same latent form, which its `decode` turns into frames.
+    """
     out_dir = Path(out_dir)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    gen = spec.generation
+    gen, family = spec.generation, spec.module
     seconds = {}
 
     t0 = time.perf_counter()
@@ -46,23 +50,23 @@ def generate(
         torch.inference_mode(),
         CheckpointRecorder(pipe.scheduler, tuple(steps), keep_xt="xt" in kinds) as rec,
     ):
-        latents = pipe(
+        output = pipe(
             image=Image.open(image).convert("RGB"),
             prompt=prompt,
             generator=generator,
             output_type="latent",
-            **spec.module.call_kwargs(gen),
-        ).frames
+            **family.call_kwargs(gen),
+        )
     seconds["denoise"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    final = spec.module.decode(pipe, latents)
+    latents = family.final_latents(pipe, output).cpu()
+    final = family.decode(pipe, latents)
     write_video(final, out_dir / "video.mp4", gen["fps"])
-    latents = latents.cpu()
     for step in steps:
         for kind in kinds:
-            state = getattr(rec.checkpoints[step], kind)
-            frames = final if torch.equal(state, latents) else spec.module.decode(pipe, state)
+            state = family.checkpoint_latents(pipe, getattr(rec.checkpoints[step], kind), latents)
+            frames = final if torch.equal(state, latents) else family.decode(pipe, state)
             write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
     seconds["decode"] = time.perf_counter() - t0
 

@@ -24,9 +24,11 @@ class Checkpoint:
 
 @dataclass
 class CheckpointRecorder:
-    """Wraps `scheduler.step` for the duration of a `with` block and records chosen steps.
+    """Records chosen steps of one scheduler instance for the duration of a `with` block.
 
-    `keep_xt` also stores the latent the step returns.
+    The instance's class is swapped for a recording subclass, so copies a pipeline makes of
+    its scheduler (LTX-2 deep-copies it for the audio stream) step normally and are not
+    recorded. `keep_xt` also stores the latent each recorded step returns.
     """
 
     scheduler: object
@@ -36,24 +38,31 @@ class CheckpointRecorder:
     calls: int = 0
 
     def __enter__(self) -> CheckpointRecorder:
-        original = self.scheduler.step
+        base = type(self.scheduler)
+        recorder = self
 
-        def step(model_output, timestep, sample, *args, **kwargs):
-            out = original(model_output, timestep, sample, *args, **kwargs)
-            self.calls += 1
-            if self.calls in self.steps:
-                sigma = self.scheduler.sigmas[self.scheduler.step_index - 1]
-                x0 = sample - sigma * model_output
-                prev = out[0] if isinstance(out, tuple) else out.prev_sample
-                self.checkpoints[self.calls] = Checkpoint(
-                    self.calls,
-                    x0.detach().to("cpu", copy=True),
-                    prev.detach().to("cpu", copy=True) if self.keep_xt else None,
-                )
+        def step(scheduler, model_output, timestep, sample, *args, **kwargs):
+            out = base.step(scheduler, model_output, timestep, sample, *args, **kwargs)
+            if scheduler is recorder.scheduler:
+                recorder._record(model_output, sample, out)
             return out
 
-        self.scheduler.step = step
+        self.scheduler.__class__ = type(f"Recording{base.__name__}", (base,), {"step": step})
+        self._base = base
         return self
 
+    def _record(self, model_output, sample, out) -> None:
+        self.calls += 1
+        if self.calls not in self.steps:
+            return
+        sigma = self.scheduler.sigmas[self.scheduler.step_index - 1]
+        x0 = sample - sigma * model_output
+        prev = out[0] if isinstance(out, tuple) else out.prev_sample
+        self.checkpoints[self.calls] = Checkpoint(
+            self.calls,
+            x0.detach().to("cpu", copy=True),
+            prev.detach().to("cpu", copy=True) if self.keep_xt else None,
+        )
+
     def __exit__(self, *exc) -> None:
-        del self.scheduler.step  # the instance attribute shadowed the class method
+        self.scheduler.__class__ = self._base

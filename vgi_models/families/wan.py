@@ -112,6 +112,16 @@ def call_kwargs(generation: dict) -> dict:
     return kwargs
 
 
+def final_latents(pipe: WanImageToVideoPipeline, output) -> torch.Tensor:
+    """The pipeline's `output_type="latent"` result: normalised latents."""
+    return output.frames
+
+
+def checkpoint_latents(pipe, state: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
+    """A recorded state is already a full normalised latent."""
+    return state
+
+
 @torch.no_grad()
 def decode(pipe: WanImageToVideoPipeline, latents: torch.Tensor) -> np.ndarray:
     """Normalised latents -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes."""

@@ -1,0 +1,29 @@
+"""Shared fixtures: the repository's registry and bundled example benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vgi_models.registry import load_registry
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "tasks" / "examples"
+
+
+@pytest.fixture(scope="session")
+def registry() -> dict:
+    """The raw entries of config/models.yaml."""
+    return yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def specs(registry):
+    return load_registry(registry)
+
+
+@pytest.fixture(scope="session")
+def example_image() -> Path:
+    return EXAMPLES / "maze_square" / "input_image" / "lv1" / "maze_square_lv1_01.png"
