@@ -1,0 +1,129 @@
+"""The workflow end to end through Snakemake: outputs, validation before any job, reruns."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import decord
+import pandas as pd
+import pytest
+import yaml
+from PIL import Image
+
+from tests.workflow import REPO, default_config, snakemake
+
+STEPS = [1, 2, 3, 4, 10, 20, 40]
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """The default workflow (tiny Wan2.2, bundled examples, half subset) run to the end."""
+    workdir = tmp_path_factory.mktemp("default")
+    config = default_config(workdir)
+    result = snakemake(workdir, config)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return workdir, config
+
+
+def test_default_run_writes_every_video_and_checkpoint(default_run):
+    workdir, config = default_run
+    selected = pd.read_csv(workdir / "results" / "instances" / "selected.csv", dtype={"id": str})
+    assert len(selected) == 12  # 4 tasks x 3 levels x ceil(2 / 2)
+    assert selected.groupby(["task", "level"]).size().eq(1).all()
+    for row in selected.itertuples():
+        run = workdir / "results" / "tiny_wan22" / row.task / row.instance
+        frames = len(decord.VideoReader(str(run / "video.mp4")))
+        assert frames == 9
+        for step in STEPS:
+            assert len(decord.VideoReader(str(run / "denoise" / f"step{step:02d}.mp4"))) == frames
+        meta = json.loads((run / "generation.json").read_text())
+        assert meta["model"] == "tiny_wan22" and meta["denoise"]["steps"] == STEPS
+        assert meta["image"].endswith(f"{row.instance}.png")
+
+
+def test_a_finished_run_has_nothing_left_to_do(default_run):
+    workdir, config = default_run
+    result = snakemake(workdir, config, "-n")
+    assert result.returncode == 0
+    assert "Nothing to be done" in result.stdout
+
+
+def break_benchmark(root):
+    """Copy of the bundled examples with one problem of every kind."""
+    shutil.copytree(REPO / "tasks" / "examples", root)
+    images = root / "maze_square" / "input_image"
+    (root / "maze_square" / "prompt" / "video_gen_prompt" / "maze_square.txt").unlink()
+    Image.new("RGB", (64, 64)).save(images / "lv2" / "maze_square_lv2_01.png")  # not 16:9
+    (images / "lv3" / "maze_square_lv3_02.png").write_bytes(b"not a png")
+    shutil.copy(
+        images / "lv1" / "maze_square_lv1_01.png", images / "lv1" / "maze_square_lv1_01.jpg"
+    )
+    (root / "sorting" / "judge_spec" / "_judge_rubric_sorting.json").write_text('["only a goal"]')
+    (root / "clock_running" / "judge_spec" / "_completeness_judge.txt").unlink()
+    (root / "block_assembly" / "judge_spec" / "_judge_rubric_block_assembly.json").unlink()
+    shutil.copytree(root / "sorting", root / "stacking")  # a task the taxonomy does not know
+    for path in (root / "stacking").rglob("sorting*"):
+        path.rename(path.with_name(path.name.replace("sorting", "stacking")))
+
+
+def test_bad_input_is_reported_all_at_once_and_no_job_runs(tmp_path):
+    root = tmp_path / "bench"
+    break_benchmark(root)
+    config = default_config(tmp_path, root=str(root), subset="full")
+    config["denoise"]["steps"] = [1, 50]
+    result = snakemake(tmp_path, config)
+    assert result.returncode != 0
+    message = result.stdout
+    expected = [
+        ("maze_square_lv1_01", "missing prompt"),
+        ("maze_square_lv2_01", "16:9"),
+        ("maze_square_lv3_02", "unreadable"),
+        ("maze_square_lv1_01", "duplicate"),
+        ("sorting_lv2_02", "checklist"),
+        ("clock_running_lv3_01", "tier standard"),
+        ("block_assembly_lv1_01", "rubric"),
+        ("stacking_lv1_01", "taxonomy"),
+        ("tiny_wan22", "exceed its num_inference_steps"),
+    ]
+    lines = message.splitlines()
+    for name, problem in expected:
+        assert any(name in line and problem in line for line in lines), (name, problem, message)
+    assert "problem(s) found before scheduling any job" in message
+    assert not (tmp_path / "results").exists()
+
+
+def test_unknown_config_key_and_wrong_type_name_the_key(tmp_path):
+    config = default_config(tmp_path)
+    config["denoise"]["stepz"] = [1]
+    result = snakemake(tmp_path, config, "-n")
+    assert result.returncode != 0 and "'stepz' was unexpected" in result.stdout
+    config = default_config(tmp_path, subset_seed="zero")
+    result = snakemake(tmp_path, config, "-n")
+    assert result.returncode != 0 and "['benchmark']['subset_seed']" in result.stdout
+
+
+def test_editing_one_model_reruns_only_its_jobs(tmp_path):
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry = {
+        "tiny_a": registry["tiny_wan22"],
+        "tiny_b": json.loads(json.dumps(registry["tiny_wan22"])),
+    }
+    registry_path = tmp_path / "models.yaml"
+    registry_path.write_text(yaml.safe_dump(registry))
+    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])
+    config["models"], config["model_registry"] = ["tiny_a", "tiny_b"], str(registry_path)
+    assert snakemake(tmp_path, config).returncode == 0
+    videos = {m: next((tmp_path / "results" / m).glob("maze_square/*/video.mp4")) for m in registry}
+    before = {m: v.stat().st_mtime_ns for m, v in videos.items()}
+
+    registry["tiny_b"]["generation"]["guidance_scale"] = 5.0
+    registry_path.write_text(yaml.safe_dump(registry))
+    dry = snakemake(tmp_path, config, "-n")
+    assert "model=tiny_b" in dry.stdout and "model=tiny_a" not in dry.stdout
+    result = snakemake(tmp_path, config)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert videos["tiny_a"].stat().st_mtime_ns == before["tiny_a"]
+    assert videos["tiny_b"].stat().st_mtime_ns > before["tiny_b"]
+    meta = json.loads((videos["tiny_b"].parent / "generation.json").read_text())
+    assert meta["settings"]["generation"]["guidance_scale"] == 5.0
