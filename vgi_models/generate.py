@@ -14,6 +14,7 @@ from PIL import Image
 
 from vgi_models.hooks import CheckpointRecorder
 from vgi_models.registry import ModelSpec
+from vgi_models.runtime import place
 from vgi_models.video import checkpoint_name, write_video
 
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "peft")
@@ -40,7 +41,7 @@ def generate(
     seconds = {}
 
     t0 = time.perf_counter()
-    pipe = spec.build().to(device)
+    pipe = place(spec.build(), spec.runtime, device)
     seconds["load"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -73,6 +74,7 @@ def generate(
     meta = {
         "model": spec.key,
         "settings": spec.settings(),
+        "runtime": spec.runtime,
         "seed": gen["seed"],
         "image": str(image),
         "prompt": prompt,

@@ -21,6 +21,7 @@ class ModelSpec:
     dtype: str
     generation: dict
     resources: dict
+    runtime: dict
 
     @property
     def module(self) -> ModuleType:
@@ -32,7 +33,7 @@ class ModelSpec:
         return self.generation["num_inference_steps"]
 
     def settings(self) -> dict:
-        """Everything in the entry that determines a generated video (not its resources)."""
+        """Everything in the entry that determines a generated video (not how it runs)."""
         return {
             "family": self.family,
             "source": self.source,
@@ -77,6 +78,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
             dtype=entry.get("dtype", "bfloat16"),
             generation=entry["generation"],
             resources=entry.get("resources", {}),
+            runtime=entry.get("runtime", {}),
         )
         for key, entry in entries.items()
     }

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 
 @contextlib.contextmanager
@@ -28,15 +29,22 @@ def job_log(smk):
 
 
 def generate_job(smk) -> None:
-    """Rule `generate`: run one model on one instance with the settings carried in params."""
+    """Rule `generate`: run one model on one instance with the settings carried in params.
+
+    How the model runs (`runtime`: offload, tiling, attention) is read from the registry
+    when the job starts: it does not change the video, so it is not a param (no reruns).
+    """
     import torch
 
     from vgi_models.generate import generate
     from vgi_models.registry import load_registry
 
+    model = smk.wildcards.model
     settings = json.loads(smk.params.settings)
     denoise = settings.pop("denoise")
-    spec = load_registry({smk.wildcards.model: settings})[smk.wildcards.model]
+    with open(smk.config["model_registry"], encoding="utf-8") as registry:
+        settings["runtime"] = yaml.safe_load(registry)[model].get("runtime", {})
+    spec = load_registry({model: settings})[model]
     with job_log(smk):
         torch.set_num_threads(smk.threads)
         meta = generate(
