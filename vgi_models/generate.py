@@ -41,7 +41,9 @@ def generate(
     seconds = {}
 
     t0 = time.perf_counter()
-    pipe = place(spec.build(), spec.runtime, device)
+    pipe = spec.build()
+    lora = spec.apply_lora(pipe)  # before placement: offload hooks wrap the final modules
+    pipe = place(pipe, spec.runtime, device)
     seconds["load"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -75,6 +77,7 @@ def generate(
         "model": spec.key,
         "settings": spec.settings(),
         "runtime": spec.runtime,
+        "lora": lora,
         "seed": gen["seed"],
         "image": str(image),
         "prompt": prompt,

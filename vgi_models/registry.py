@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 
+from vgi_models.sources import resolve
+
 TINY = "tiny"
-FAMILIES = {"wan21": "vgi_models.families.wan", "wan22": "vgi_models.families.wan"}
+FAMILIES = {
+    "wan21": "vgi_models.families.wan",
+    "wan22": "vgi_models.families.wan",
+    "hunyuan15": "vgi_models.families.hunyuan15",
+    "ltx23": "vgi_models.families.ltx23",
+}
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,7 @@ class ModelSpec:
     generation: dict
     resources: dict
     runtime: dict
+    lora: dict | None = None
 
     @property
     def module(self) -> ModuleType:
@@ -34,30 +41,25 @@ class ModelSpec:
 
     def settings(self) -> dict:
         """Everything in the entry that determines a generated video (not how it runs)."""
-        return {
+        settings = {
             "family": self.family,
             "source": self.source,
             "dtype": self.dtype,
             "generation": self.generation,
         }
+        return settings | ({"lora": self.lora} if self.lora else {})
 
     def resolve_source(self) -> str:
         """The local weight directory; raises `FileNotFoundError` naming the model key."""
-        path = Path(self.source).expanduser()
-        if path.is_dir():
-            return str(path)
-        if path.is_absolute() or self.source.startswith(".") or self.source.count("/") != 1:
-            raise FileNotFoundError(f"model {self.key!r}: weight directory {self.source} not found")
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
+        return str(resolve(self.source, f"model {self.key!r}: weights"))
 
-        try:
-            return snapshot_download(self.source, local_files_only=True)
-        except LocalEntryNotFoundError:
-            raise FileNotFoundError(
-                f"model {self.key!r}: {self.source} is neither a directory nor in the local "
-                "Hugging Face cache (download it on a login node first)"
-            ) from None
+    def apply_lora(self, pipe) -> dict | None:
+        """Load the entry's LoRA into `pipe`; a summary for generation.json, or None."""
+        if self.lora is None:
+            return None
+        from vgi_models.lora import apply_lora
+
+        return apply_lora(pipe, self.family, self.lora)
 
     def build(self):
         """The diffusers pipeline with tiny random or real weights."""
@@ -79,6 +81,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
             generation=entry["generation"],
             resources=entry.get("resources", {}),
             runtime=entry.get("runtime", {}),
+            lora=entry.get("lora"),
         )
         for key, entry in entries.items()
     }
@@ -105,4 +108,11 @@ def problems_of(
                 spec.resolve_source()
             except FileNotFoundError as err:
                 found.append(str(err))
+        if spec.lora and spec.lora["path"] != TINY:
+            from vgi_models.lora import lora_files
+
+            try:
+                lora_files(spec.family, spec.lora)
+            except (FileNotFoundError, ValueError) as err:
+                found.append(f"model {key!r}: {err}")
     return found

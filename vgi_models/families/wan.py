@@ -3,6 +3,12 @@
 Wan2.2-A14B has two experts: `transformer` (high noise, t >= boundary_ratio * 1000) and
 `transformer_2` (low noise), and no image encoder. Wan2.1 has one transformer and a CLIP
 image encoder whose features enter through `added_kv_proj_dim`.
+
+Wan2.1's attention processor splits the cross-attention context into image and text tokens
+by assuming exactly 512 text tokens (`WanAttnProcessor`: "512 is the context length of the
+text encoder, hardcoded for now"). Any other `max_sequence_length` would silently mix image
+and text tokens, so a Wan2.1 pipeline (one whose transformer has `added_kv_proj_dim`) rejects
+a `max_sequence_length` other than 512, and the pipeline's default of 512 is what it runs.
 """
 
 from __future__ import annotations
@@ -15,9 +21,20 @@ from diffusers import (
     WanImageToVideoPipeline,
     WanTransformer3DModel,
 )
-from transformers import T5Tokenizer, UMT5Config, UMT5EncoderModel
+from transformers import (
+    CLIPImageProcessor,
+    CLIPVisionConfig,
+    CLIPVisionModel,
+    T5Tokenizer,
+    UMT5Config,
+    UMT5EncoderModel,
+)
 
 TEXT_DIM = 32
+HEADS, HEAD_DIM = 2, 12
+IMAGE_DIM = 16  # hidden size of the tiny CLIP vision tower
+IMAGE_SIZE = 32
+WAN21_TEXT_LENGTH = 512  # hard-coded in diffusers' WanAttnProcessor when added_kv_proj_dim is set
 
 
 def _tiny_tokenizer() -> T5Tokenizer:
@@ -27,12 +44,40 @@ def _tiny_tokenizer() -> T5Tokenizer:
     return T5Tokenizer(vocab=pieces, extra_ids=0)
 
 
-def _tiny_transformer(seed: int) -> WanTransformer3DModel:
+def _tiny_text_encoder(vocab_size: int) -> UMT5EncoderModel:
+    torch.manual_seed(0)
+    return UMT5EncoderModel(
+        UMT5Config(
+            vocab_size=vocab_size,
+            d_model=TEXT_DIM,
+            d_kv=16,
+            d_ff=64,
+            num_layers=2,
+            num_heads=2,
+            relative_attention_num_buckets=8,
+        )
+    ).eval()
+
+
+def _tiny_vae() -> AutoencoderKLWan:
+    torch.manual_seed(0)
+    return AutoencoderKLWan(
+        base_dim=3,
+        z_dim=16,
+        dim_mult=[1, 1, 1, 1],
+        num_res_blocks=1,
+        temperal_downsample=[False, True, True],
+    ).eval()
+
+
+def _tiny_transformer(seed: int, with_image: bool = False) -> WanTransformer3DModel:
+    """Wan2.2 expert, or with `with_image` the Wan2.1 transformer (CLIP tokens via added K/V)."""
+    image = {"image_dim": IMAGE_DIM, "added_kv_proj_dim": HEADS * HEAD_DIM} if with_image else {}
     torch.manual_seed(seed)
     return WanTransformer3DModel(
         patch_size=(1, 2, 2),
-        num_attention_heads=2,
-        attention_head_dim=12,
+        num_attention_heads=HEADS,
+        attention_head_dim=HEAD_DIM,
         in_channels=36,  # noise (16) + image condition (16) + first-frame mask (4)
         out_channels=16,
         text_dim=TEXT_DIM,
@@ -42,52 +87,91 @@ def _tiny_transformer(seed: int) -> WanTransformer3DModel:
         cross_attn_norm=True,
         qk_norm="rms_norm_across_heads",
         rope_max_seq_len=32,
+        **image,
+    ).eval()
+
+
+def _tiny_image_encoder() -> tuple[CLIPVisionModel, CLIPImageProcessor]:
+    """A two-layer CLIP vision tower on 32 px crops (17 image tokens) and its processor."""
+    torch.manual_seed(3)
+    encoder = CLIPVisionModel(
+        CLIPVisionConfig(
+            hidden_size=IMAGE_DIM,
+            intermediate_size=32,
+            projection_dim=IMAGE_DIM,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            image_size=IMAGE_SIZE,
+            patch_size=8,
+        )
+    ).eval()
+    processor = CLIPImageProcessor(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     )
+    return encoder, processor
 
 
 def build_tiny(variant: str, generation: dict) -> WanImageToVideoPipeline:
     """A randomly initialised pipeline of the variant's architecture, built from config alone."""
-    if variant != "wan22":
+    if variant not in ("wan21", "wan22"):
         raise ValueError(f"no tiny build for Wan variant {variant!r}")
     tokenizer = _tiny_tokenizer()
-    torch.manual_seed(0)
-    text_encoder = UMT5EncoderModel(
-        UMT5Config(
-            vocab_size=len(tokenizer),
-            d_model=TEXT_DIM,
-            d_kv=16,
-            d_ff=64,
-            num_layers=2,
-            num_heads=2,
-            relative_attention_num_buckets=8,
+    shared = {
+        "tokenizer": tokenizer,
+        "text_encoder": _tiny_text_encoder(len(tokenizer)),
+        "vae": _tiny_vae(),
+        "scheduler": _scheduler(UniPCMultistepScheduler(), generation),
+    }
+    if variant == "wan22":
+        pipe = WanImageToVideoPipeline(
+            **shared,
+            transformer=_tiny_transformer(1),
+            transformer_2=_tiny_transformer(2),
+            boundary_ratio=generation["boundary_ratio"],
         )
-    )
-    torch.manual_seed(0)
-    vae = AutoencoderKLWan(
-        base_dim=3,
-        z_dim=16,
-        dim_mult=[1, 1, 1, 1],
-        num_res_blocks=1,
-        temperal_downsample=[False, True, True],
-    )
-    return WanImageToVideoPipeline(
-        tokenizer=tokenizer,
-        text_encoder=text_encoder.eval(),
-        vae=vae.eval(),
-        scheduler=_scheduler(UniPCMultistepScheduler(), generation),
-        transformer=_tiny_transformer(1).eval(),
-        transformer_2=_tiny_transformer(2).eval(),
-        boundary_ratio=generation["boundary_ratio"],
-    )
+    else:
+        image_encoder, image_processor = _tiny_image_encoder()
+        pipe = WanImageToVideoPipeline(
+            **shared,
+            transformer=_tiny_transformer(1, with_image=True),
+            image_encoder=image_encoder,
+            image_processor=image_processor,
+        )
+    _check(pipe, generation)
+    return pipe
 
 
 def load(source: str, generation: dict, dtype: torch.dtype) -> WanImageToVideoPipeline:
-    """Real weights from a local directory or a hub id already in the local cache."""
-    pipe = WanImageToVideoPipeline.from_pretrained(source, torch_dtype=dtype, local_files_only=True)
+    """Real weights from a local directory or a hub id already in the local cache.
+
+    The VAE and (Wan2.1) the CLIP image encoder stay in float32, as in diffusers' and Wan's
+    reference scripts; the transformers and the text encoder take `dtype`.
+    """
+    dtypes = {"default": dtype, "vae": torch.float32, "image_encoder": torch.float32}
+    pipe = WanImageToVideoPipeline.from_pretrained(source, dtype=dtypes, local_files_only=True)
     if "boundary_ratio" in generation:
         pipe.register_to_config(boundary_ratio=generation["boundary_ratio"])
     pipe.scheduler = _scheduler(pipe.scheduler, generation)
+    _check(pipe, generation)
     return pipe
+
+
+def _check(pipe: WanImageToVideoPipeline, generation: dict) -> None:
+    """Reject settings the built architecture cannot honour (before any denoising)."""
+    two_experts = pipe.transformer_2 is not None
+    if not two_experts:
+        for key in ("boundary_ratio", "guidance_scale_2"):
+            if key in generation:
+                raise ValueError(f"generation.{key} needs Wan2.2's two experts; this is Wan2.1")
+    elif pipe.config.boundary_ratio is None:
+        raise ValueError("a two-expert Wan pipeline needs generation.boundary_ratio")
+    if pipe.transformer.config.added_kv_proj_dim is not None:
+        length = generation.get("max_sequence_length", WAN21_TEXT_LENGTH)
+        if length != WAN21_TEXT_LENGTH:
+            raise ValueError(
+                f"generation.max_sequence_length is {length}, but Wan2.1's attention "
+                f"assumes {WAN21_TEXT_LENGTH} text tokens (drop the key or set it to 512)"
+            )
 
 
 def _scheduler(base, generation: dict) -> UniPCMultistepScheduler:
