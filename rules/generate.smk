@@ -19,7 +19,7 @@ rule generate:
         image=lambda w: IMAGE[w.instance],
     output:
         video=f"{RUN}/video.mp4",
-        checkpoints=[f"{RUN}/denoise/{name}" for name in STUDY.checkpoint_files()],
+        checkpoints=directory(f"{RUN}/denoise"),
         meta=f"{RUN}/generation.json",
     log:
         f"{OUT}/logs/generate/{{model}}/{{task}}/{{instance}}.log",

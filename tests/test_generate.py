@@ -8,36 +8,23 @@ import decord
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
+from tests.pipelines import STEPS, run_pipeline
 from vgi_models.generate import generate
-from vgi_models.hooks import CheckpointRecorder
 from vgi_models.registry import load_registry
 
-STEPS = (1, 2, 3, 4, 10, 20, 40)
 TINY = ["tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23"]
-
-
-def run_pipeline(spec, image, steps=STEPS, output_type="latent", pipe=None):
-    """The tiny pipeline, recorded at `steps`; returns (pipe, recorder, output)."""
-    torch.set_num_threads(1)
-    pipe = pipe or spec.build()
-    with torch.inference_mode(), CheckpointRecorder(pipe.scheduler, steps, keep_xt=True) as rec:
-        out = pipe(
-            image=Image.open(image).convert("RGB"),
-            prompt="move the green dot to the red dot",
-            generator=torch.Generator().manual_seed(spec.generation["seed"]),
-            output_type=output_type,
-            **spec.module.call_kwargs(spec.generation),
-        )
-    return pipe, rec, out
+NAMES = {
+    "x0": [f"step{s:02d}.mp4" for s in STEPS],
+    "xt": [f"step{s:02d}_xt.mp4" for s in STEPS],
+}
 
 
 @pytest.fixture(scope="module", params=TINY)
 def tiny(request, specs, example_image):
     """(spec, pipe, recorder, latent output) of one recorded tiny run per family."""
     spec = specs[request.param]
-    return spec, *run_pipeline(spec, example_image)
+    return spec, *run_pipeline(spec, example_image, STEPS)
 
 
 def test_last_checkpoint_is_the_final_latent(tiny):
@@ -55,7 +42,7 @@ def test_last_checkpoint_is_the_final_latent(tiny):
 def test_decoded_last_checkpoint_is_the_pipelines_own_video(tiny, example_image):
     spec, pipe, rec, out = tiny
     family = spec.module
-    _, _, own = run_pipeline(spec, example_image, steps=(), output_type="np")
+    _, _, own = run_pipeline(spec, example_image, output_type="np", record=False)
     last = family.checkpoint_latents(pipe, rec.checkpoints[40].x0, family.final_latents(pipe, out))
     own_frames = (own.frames[0] * 255).astype(np.uint8)
     np.testing.assert_array_equal(family.decode(pipe, last), own_frames)
@@ -63,7 +50,8 @@ def test_decoded_last_checkpoint_is_the_pipelines_own_video(tiny, example_image)
 
 def test_same_seed_gives_identical_latents(tiny, example_image):
     spec, _, _, out = tiny
-    _, _, again = run_pipeline(spec, example_image)
+    # and the recorder changes nothing: this run is not recorded, `tiny`'s is
+    _, _, again = run_pipeline(spec, example_image, record=False)
     assert torch.equal(spec.module.final_latents(None, again), spec.module.final_latents(None, out))
 
 
@@ -85,22 +73,31 @@ def test_weights_load_from_a_local_directory(tiny, example_image, tmp_path, regi
 
 
 def test_generate_writes_video_checkpoints_and_metadata(tiny, example_image, tmp_path):
+    """decode "both" writes x0 and x_t videos of every step; "x0" and "xt" the same files alone."""
     spec = tiny[0]
     torch.set_num_threads(1)
-    meta = generate(spec, str(example_image), "solve it", list(STEPS), "both", tmp_path / "a")
-    generate(spec, str(example_image), "solve it", list(STEPS), "both", tmp_path / "b")
-    gen = spec.generation
-    video = decord.VideoReader(str(tmp_path / "a" / "video.mp4"))
-    assert (len(video), *video[0].shape) == (gen["num_frames"], gen["height"], gen["width"], 3)
-    for step in STEPS:
-        for name in (f"step{step:02d}.mp4", f"step{step:02d}_xt.mp4"):
-            assert len(decord.VideoReader(str(tmp_path / "a" / "denoise" / name))) == len(video)
-    assert json.loads((tmp_path / "a" / "generation.json").read_text()) == meta
+    prompt = 'write "EXIT" at the end of the maze'  # quoted text: HunyuanVideo-1.5's glyph path
+    metas = {
+        decode: generate(spec, str(example_image), prompt, list(STEPS), decode, tmp_path / decode)
+        for decode in ("both", "x0", "xt")
+    }
+    gen, meta, run = spec.generation, metas["both"], tmp_path / "both"
+    size = (gen["num_frames"], gen["height"], gen["width"])
+    video = decord.VideoReader(str(run / "video.mp4"))
+    assert (len(video), *video[0].shape) == (*size, 3)
+    for name in NAMES["x0"] + NAMES["xt"]:
+        assert len(decord.VideoReader(str(run / "denoise" / name))) == len(video)
+    assert json.loads((run / "generation.json").read_text()) == meta
+    assert (meta["frames"], meta["height"], meta["width"]) == size
     assert meta["seed"] == gen["seed"] and meta["settings"]["generation"] == gen
+    assert meta["settings"]["family"] == spec.family
     assert set(meta["seconds"]) == {"load", "denoise", "decode"}
     assert meta["versions"]["diffusers"] and meta["peak_memory_mb"]["cpu_rss"] > 0
-    # the last checkpoint is the final video; same seed, same bytes
-    last = (tmp_path / "a" / "denoise" / "step40.mp4").read_bytes()
-    assert last == (tmp_path / "a" / "video.mp4").read_bytes()
-    for name in ("video.mp4", "denoise/step01.mp4", "denoise/step10_xt.mp4"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    # the last checkpoint is the final video; same seed, same bytes, whatever else is decoded
+    for name in ("step40.mp4", "step40_xt.mp4"):
+        assert (run / "denoise" / name).read_bytes() == (run / "video.mp4").read_bytes()
+    written = {d: sorted(p.name for p in (tmp_path / d / "denoise").iterdir()) for d in metas}
+    assert written == {"both": sorted(NAMES["x0"] + NAMES["xt"])} | NAMES
+    for decode in ("x0", "xt"):
+        for name in ["video.mp4", *(f"denoise/{n}" for n in NAMES[decode])]:
+            assert (tmp_path / decode / name).read_bytes() == (run / name).read_bytes(), name

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from PIL import Image
 from safetensors.torch import save_file
 
+from tests.pipelines import run_pipeline
 from vgi_models.lora import LoraError, apply_lora, diffsynth_to_original
-from vgi_models.registry import load_registry
 
 RANK = 4
 STEPS = 4
@@ -22,31 +21,18 @@ ATTENTION = {"q": "to_q", "k": "to_k", "v": "to_v", "o": "to_out.0"}
 
 
 @pytest.fixture(scope="module")
-def spec(registry):
-    entry = registry["tiny_wan22"]
-    entry = entry | {"generation": entry["generation"] | {"num_inference_steps": STEPS}}
-    return load_registry({"tiny_wan22": entry})["tiny_wan22"]
+def spec(specs):
+    return specs["tiny_wan22"]
 
 
 @pytest.fixture(scope="module")
-def spec21(spec):
-    # no second expert; Wan2.1 runs at the 512 text tokens its attention assumes
-    wan22_only = ("boundary_ratio", "guidance_scale_2", "max_sequence_length")
-    generation = {k: v for k, v in spec.generation.items() if k not in wan22_only}
-    entry = {"family": "wan21", "source": "tiny", "dtype": "float32", "generation": generation}
-    return load_registry({"tiny_wan21": entry})["tiny_wan21"]
+def spec21(specs):
+    return specs["tiny_wan21"]
 
 
 def run(spec, pipe, image) -> torch.Tensor:
-    torch.set_num_threads(1)
-    with torch.inference_mode():
-        return pipe(
-            image=Image.open(image).convert("RGB"),
-            prompt="move the green dot to the red dot",
-            generator=torch.Generator().manual_seed(0),
-            output_type="latent",
-            **spec.module.call_kwargs(spec.generation),
-        ).frames
+    """The latent video of `pipe` in STEPS denoising steps."""
+    return run_pipeline(spec, image, pipe=pipe, record=False, num_inference_steps=STEPS)[2].frames
 
 
 @pytest.fixture(scope="module")
@@ -232,12 +218,6 @@ def test_diffsynth_key_forms(prefix, infix):
 LTX_TARGETS = (".to_q", ".to_k", ".to_v", ".to_out.0")
 
 
-@pytest.fixture(scope="module")
-def ltx_pipe_factory():
-    ltx23 = pytest.importorskip("vgi_models.families.ltx23")
-    return lambda: ltx23.build_tiny("ltx23", {"stg_blocks": [1]})
-
-
 def ltx_lora(transformer, fmt, seed=5):
     """Every to_q, to_k, to_v, to_out.0 of the LTX-2 blocks (video, audio and both cross-modal
     attentions). DiffSynth's LTX-2 DiT keeps the original LTX-2 names, which diffusers shares
@@ -256,8 +236,8 @@ def ltx_lora(transformer, fmt, seed=5):
 
 
 @pytest.mark.parametrize("fmt", ["diffsynth", "diffusers"])
-def test_ltx23_lora_loads_into_the_transformer(ltx_pipe_factory, tmp_path, fmt):
-    pipe = ltx_pipe_factory()
+def test_ltx23_lora_loads_into_the_transformer(specs, tmp_path, fmt):
+    pipe = specs["tiny_ltx23"].build()
     state = ltx_lora(pipe.transformer, fmt)
     name = "lora.safetensors" if fmt == "diffsynth" else "pytorch_lora_weights.safetensors"
     save_file(state, tmp_path / name)

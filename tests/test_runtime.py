@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from PIL import Image
 
+from tests.pipelines import run_pipeline
 from vgi_models.runtime import place
 
 
 def latents(pipe, spec, image):
-    with torch.inference_mode():
-        return pipe(
-            image=Image.open(image).convert("RGB"),
-            prompt="solve it",
-            generator=torch.Generator().manual_seed(0),
-            output_type="latent",
-            **(spec.module.call_kwargs(spec.generation) | {"num_inference_steps": 4}),
-        ).frames
+    return run_pipeline(spec, image, pipe=pipe, record=False, num_inference_steps=4)[2].frames
 
 
 def test_attention_backend_reaches_both_experts_and_keeps_the_result(specs, example_image):
     spec = specs["tiny_wan22"]
-    torch.set_num_threads(1)
     native = latents(place(spec.build(), {}, "cpu"), spec, example_image)
     pipe = place(spec.build(), {"attention_backend": "_native_math"}, "cpu")
     for expert in (pipe.transformer, pipe.transformer_2):

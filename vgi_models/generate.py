@@ -65,7 +65,8 @@ def generate(
     t0 = time.perf_counter()
     latents = family.final_latents(pipe, output).cpu()
     final = family.decode(pipe, latents)
-    write_video(final, out_dir / "video.mp4", gen["fps"])
+    audio = family.final_audio(pipe, output) if gen.get("keep_audio") else None
+    write_video(final, out_dir / "video.mp4", gen["fps"], audio)
     for step in steps:
         for kind in kinds:
             state = family.checkpoint_latents(pipe, getattr(rec.checkpoints[step], kind), latents)

@@ -8,9 +8,20 @@ import imageio.v2 as imageio
 import numpy as np
 
 
-def write_video(frames: np.ndarray, path: Path | str, fps: int) -> None:
-    """uint8 frames [F, H, W, 3] -> a yuv420p H.264 MP4 any player opens."""
+def write_video(frames: np.ndarray, path: Path | str, fps: int, audio=None) -> None:
+    """uint8 frames [F, H, W, 3] -> a yuv420p H.264 MP4 any player opens.
+
+    `audio`, a (waveform [channels, samples], sampling rate) pair, is muxed in as AAC by
+    diffusers' PyAV encoder; silent videos go through imageio's ffmpeg at high quality.
+    """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if audio is not None:
+        import torch
+        from diffusers.utils.export_utils import encode_video
+
+        waveform, rate = audio
+        encode_video(torch.from_numpy(frames), fps, str(path), waveform, rate)
+        return
     with imageio.get_writer(path, format="FFMPEG", fps=fps, quality=8, macro_block_size=16) as out:
         for frame in frames:
             out.append_data(frame)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from vgi_models.registry import ModelSpec, load_registry, problems_of
-from vgi_models.video import checkpoint_name
 from workflow_scripts.benchmark import load_instances, select_subset
 
 
@@ -32,11 +31,6 @@ class Study:
     instances: pd.DataFrame
     steps: tuple[int, ...]
     decode: str
-
-    def checkpoint_files(self) -> list[str]:
-        """Checkpoint video names under `denoise/`, in step order."""
-        kinds = {"x0": ["x0"], "xt": ["xt"], "both": ["x0", "xt"]}[self.decode]
-        return [checkpoint_name(step, kind) for step in self.steps for kind in kinds]
 
     def generation_params(self, model: str) -> str:
         """The settings that determine a model's videos, as a stable JSON string."""

@@ -3,10 +3,8 @@
 LTX-2.3 is the LTX-2 architecture with gated attention, cross-attention modulation, perturbed
 attention (for STG), per-modality text-connector projections and a vocoder with bandwidth
 extension. It always generates audio with the video; the audio stream runs on a deep copy of the
-scheduler (which the checkpoint recorder does not record) and is dropped here. A setting that
-keeps it would take `output.audio` (de-normalised audio latents) and decode it as the pipeline
-does: `pipe.vocoder(pipe.audio_vae.decode(audio, return_dict=False)[0])`, sampled at
-`pipe.vocoder.config.output_sampling_rate`.
+scheduler (which the checkpoint recorder does not record). The audio is dropped unless the
+generation setting `keep_audio` asks for it in `video.mp4` (`final_audio`).
 
 The video scheduler steps only latent frames 1..N, unpacked ([B, C, N, H, W], normalised); frame
 0 is the clean image latent. The family's latent form is the full de-normalised video latent
@@ -221,6 +219,14 @@ def call_kwargs(generation: dict) -> dict:
 def final_latents(pipe: LTX2ImageToVideoPipeline, output) -> torch.Tensor:
     """The video part of an `output_type="latent"` result: de-normalised [B, C, F, H, W]."""
     return output.frames
+
+
+@torch.no_grad()
+def final_audio(pipe: LTX2ImageToVideoPipeline, output) -> tuple[torch.Tensor, int]:
+    """The waveform [channels, samples] and its sampling rate, decoded as the pipeline does."""
+    latents = output.audio.to(device=pipe._execution_device, dtype=pipe.audio_vae.dtype)
+    waveform = pipe.vocoder(pipe.audio_vae.decode(latents, return_dict=False)[0])
+    return waveform[0].float().cpu(), pipe.vocoder.config.output_sampling_rate
 
 
 def checkpoint_latents(pipe, state: torch.Tensor, final: torch.Tensor) -> torch.Tensor:

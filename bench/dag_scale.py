@@ -1,0 +1,212 @@
+"""How long Snakemake takes to build the DAG of a paper-size study, and how much memory.
+
+Builds, in a temporary directory, a synthetic benchmark in the official VGI-Bench layout
+(every task of tasks/task_names.yaml x 3 levels x 10 instances, tiny 16:9 PNGs hard-linked
+from one file), a model registry with 7 copies of the `tiny_wan22` entry (different seeds)
+and a config pointing at both. Then it times the plain dry run
+
+    snakemake -s <repo>/Snakefile -d <tmp> --configfile <cfg> -n --quiet --cores 1
+
+as a child process (wall time, and CPU time and peak RSS from `os.wait4`; on a shared
+machine the CPU time is the steadier figure), median of `--repeats` runs,
+for three scenarios:
+
+- `half`: the paper's study (half of the instances per task and level), nothing run yet;
+- `full`: every instance, nothing run yet;
+- `half_done`: `half` after a finished run: every output listed by `--summary` exists
+  (created empty, then `snakemake --touch --forceall` puts their mtimes in DAG order and
+  writes the metadata a real run leaves), so the dry run has nothing to do but still
+  checks every file.
+
+Job counts come from one extra `-n --quiet rules` run (its "Job stats" table). The design
+keeps at most 3 jobs per (model, instance); the goal is a `half` dry run within 12 s.
+
+    python bench/dag_scale.py [--repeats N]
+
+Prints a table, then (last line) one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from PIL import Image
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from workflow_scripts.benchmark import load_instances, select_subset  # noqa: E402
+
+N_MODELS, LEVELS, PER_LEVEL, GOAL_S = 7, (1, 2, 3), 10, 12.0
+TAXONOMY, OVERLAP = REPO / "tasks/task_names.yaml", REPO / "tasks/overlap.yaml"
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+COLUMNS = {  # table header: figure
+    "instances": "instances",
+    "models": "models",
+    "jobs": "jobs",
+    "jobs/(m,i)": "jobs_per_model_instance",
+    "dry-run s": "dry_run_s",
+    "CPU s": "cpu_s",
+    "peak MB": "peak_mb",
+}
+# Snakemake's touch executor sleeps 0.1 s per job (5 min for `half`): run it without.
+TOUCH_NO_SLEEP = [
+    sys.executable,
+    "-c",
+    "import sys; from snakemake.executors import touch; touch.Executor.SLEEPING_TIME = 0; "
+    "from snakemake.cli import main; sys.argv[0] = 'snakemake'; main()",
+]
+
+
+def build_benchmark(root: Path) -> None:
+    """Every task x level x instance in the official layout; one PNG, hard-linked."""
+    png = root.parent / "frame.png"
+    Image.new("RGB", (32, 18), "white").save(png)
+    tasks = [task for domain in yaml.safe_load(TAXONOMY.read_text()).values() for task in domain]
+    for task in tasks:
+        for level in LEVELS:
+            folder = root / task / "input_image" / f"lv{level}"
+            folder.mkdir(parents=True)
+            for i in range(1, PER_LEVEL + 1):
+                os.link(png, folder / f"{task}_lv{level}_{i:02d}.png")
+        (root / task / "prompt/video_gen_prompt").mkdir(parents=True)
+        (root / task / f"prompt/video_gen_prompt/{task}.txt").write_text(f"Solve the {task}.")
+        spec = root / task / "judge_spec"
+        spec.mkdir()
+        rubric = [f"Solve the {task}.", "No object changes shape.", "The camera stays still."]
+        (spec / f"_judge_rubric_{task}.json").write_text(json.dumps(rubric))
+        (spec / "_completeness_judge.txt").write_text("0: unsolved. 1: partly. 2: solved.")
+
+
+def write_config(tmp: Path, subset: str) -> Path:
+    """A registry of N_MODELS tiny models and a config for `subset`; returns the config."""
+    tiny = yaml.safe_load((REPO / "config/models.yaml").read_text())["tiny_wan22"]
+    registry = {
+        f"tiny_wan22_s{seed}": {**tiny, "generation": {**tiny["generation"], "seed": seed}}
+        for seed in range(N_MODELS)
+    }
+    (tmp / "models.yaml").write_text(yaml.safe_dump(registry))
+    config = {
+        "outdir": str(tmp / "results"),
+        "model_registry": str(tmp / "models.yaml"),
+        "benchmark": {
+            "root": str(tmp / "bench_data"),
+            "taxonomy": str(TAXONOMY),
+            "overlap": str(OVERLAP),
+            "subset": subset,
+        },
+        "models": list(registry),
+    }
+    path = tmp / f"config_{subset}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def snakemake(
+    tmp: Path, config: Path, *args: str, exe=SNAKEMAKE
+) -> tuple[float, float, float, str]:
+    """Run snakemake on `config` in `tmp`: (wall s, CPU s, peak RSS MB, stdout+stderr)."""
+    cmd = [*exe, "-s", str(REPO / "Snakefile"), "-d", str(tmp), "--configfile", str(config)]
+    cmd += ["--cores", "1", *args]
+    with tempfile.TemporaryFile("w+") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=tmp, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        output = log.read()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output[-3000:]}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
+
+
+def job_stats(output: str) -> dict[str, int]:
+    """`{rule: count}` from the first "Job stats" table of a dry run ({} if nothing to do)."""
+    table = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
+    rows = re.findall(r"^(\w+)\s+(\d+)$", table.split("\n\n", 1)[0], flags=re.M)
+    return {rule: int(count) for rule, count in rows if rule != "total"}
+
+
+def create_all_outputs(tmp: Path, config: Path) -> int:
+    """Create every output of the DAG (empty), mtimes in DAG order; returns their number."""
+    summary = snakemake(tmp, config, "--summary")[-1]
+    lines = summary[summary.index("output_file\t") :].splitlines()[1:]
+    files = [Path(line.split("\t", 1)[0]) for line in lines if "\t" in line]
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    snakemake(tmp, config, "--touch", "--forceall", "--quiet", exe=TOUCH_NO_SLEEP)
+    return len(files)
+
+
+def measure(tmp: Path, config: Path, repeats: int, scenario: str) -> dict:
+    """Median dry-run time, CPU time and peak memory, and the jobs the dry run would run."""
+    runs = [snakemake(tmp, config, "-n", "--quiet") for _ in range(repeats)]
+    output = snakemake(tmp, config, "-n", "--quiet", "rules")[-1]
+    if scenario == "half_done" and "Nothing to be done" not in output:
+        raise RuntimeError(f"outputs were created, yet the dry run has work:\n{output[-3000:]}")
+    stats = job_stats(output)
+    bench = yaml.safe_load(config.read_text())["benchmark"]
+    table = load_instances(bench["root"], bench["taxonomy"], bench["overlap"])
+    instances = len(select_subset(table, bench["subset"], 0))
+    pairs = N_MODELS * instances
+    per_pair = sum(n for n in stats.values() if n >= pairs) / pairs
+    return {
+        "instances": instances,
+        "models": N_MODELS,
+        "jobs": sum(stats.values()),
+        "jobs_by_rule": stats,
+        "jobs_per_model_instance": round(per_pair, 2),
+        "dry_run_s": round(statistics.median(run[0] for run in runs), 2),
+        "dry_run_runs_s": [round(run[0], 2) for run in runs],
+        "cpu_s": round(statistics.median(run[1] for run in runs), 2),
+        "peak_mb": round(max(run[2] for run in runs), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="dry runs per scenario")
+    repeats = parser.parse_args().repeats
+    figures: dict = {}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="dag_scale_") as name:
+        tmp = Path(name)
+        build_benchmark(tmp / "bench_data")
+        configs = {subset: write_config(tmp, subset) for subset in ("half", "full")}
+        for subset, config in configs.items():
+            figures[subset] = measure(tmp, config, repeats, subset)
+        start = time.perf_counter()
+        n_files = create_all_outputs(tmp, configs["half"])
+        setup_s = round(time.perf_counter() - start)
+        figures["half_done"] = measure(tmp, configs["half"], repeats, "half_done")
+        figures["half_done"].update(outputs=n_files, setup_s=setup_s)
+
+    load_after = os.getloadavg()[0]
+    print(f"{'scenario':<10}" + "".join(f"{h:>11}" for h in COLUMNS))
+    for scenario, f in figures.items():
+        print(f"{scenario:<10}" + "".join(f"{f[k]:>11}" for k in COLUMNS.values()))
+    print(f"median of {repeats} dry runs; jobs: jobs left to run; goal: half <= {GOAL_S:g} s")
+    print(f"load average before/after: {load:.2f}/{load_after:.2f} on {os.cpu_count()} CPUs")
+    figures.update(
+        goal_half_s=GOAL_S,
+        half_within_goal=figures["half"]["dry_run_s"] <= GOAL_S,
+        cpus=os.cpu_count(),
+        load_avg_before=round(load, 2),
+        load_avg_after=round(load_after, 2),
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
