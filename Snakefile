@@ -18,6 +18,7 @@ validate(config, "config/schemas/config.schema.yaml")
 
 include: "rules/common.smk"
 include: "rules/generate.smk"
+include: "rules/judge.smk"
 
 
 rule all:
@@ -25,3 +26,4 @@ rule all:
     input:
         rules.select_instances.output,
         rules.generate_all.input,
+        judge_targets(rules.judge_all.input),

@@ -1,3 +1,5 @@
+import os
+
 import yaml
 from snakemake.exceptions import WorkflowError
 
@@ -39,3 +41,17 @@ def per_instance(pattern):
 def model_resource(name, default):
     """A per-model resource from the registry's `resources`."""
     return lambda wildcards: STUDY.models[wildcards.model].resources.get(name, default)
+
+
+def judge_targets(targets):
+    """`targets` when the VLM stages run (`judge.enabled`; `auto`: when its API key is set)."""
+    judge = config["judge"]
+    enabled = judge["enabled"]
+    if enabled == "auto":
+        enabled = bool(os.environ.get(judge["api_key_env"]))
+        if not enabled and workflow.is_main_process:
+            logger.info(
+                f"Judge stages left out: set ${judge['api_key_env']} (the judge's API key), "
+                "or judge.enabled: true, to run them."
+            )
+    return targets if enabled else []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +58,43 @@ def generate_job(smk) -> None:
             out_dir=Path(smk.output.video).parent,
         )
         print(json.dumps(meta["seconds"]))
+
+
+def write_json(path: str | Path, document: dict) -> None:
+    """Write `document` to `path` atomically: a temporary file, then a rename."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def judge_job(smk) -> None:
+    """Rule `judge`: score one video with the VLM judge; calls are cached under the outdir.
+
+    A judge call that failed after retries leaves score.json with status `error` (the job
+    itself succeeds); `--forcerun judge` retries, paying only for calls not yet cached.
+    """
+    from workflow_scripts.judge.client import VLMClient
+    from workflow_scripts.judge.protocol import judge_video
+    from workflow_scripts.judge.settings import Protocol
+
+    settings = json.loads(smk.params.judge)
+    instance = json.loads(smk.params.instance)
+    instance.update(image=smk.input.image, gt_image=smk.input.get("gt") or None)
+    cache = Path(smk.config["outdir"]) / "cache" / "judge"
+    protocol = Protocol(**settings["protocol"])
+
+    async def judge() -> dict:
+        async with VLMClient.from_config(smk.config["judge"], cache) as client:
+            return await judge_video(client, instance, Path(smk.input.video), protocol)
+
+    with job_log(smk):
+        logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
+        documents = asyncio.run(judge())
+        for name in ("completeness", "rubric", "score"):
+            write_json(smk.output[name], documents[name])
+        score = documents["score"]
+        keys = ("status", "reason", "final", "calls", "cached_calls")
+        print(json.dumps({key: score[key] for key in keys if key in score}))
 
 
 def select_instances_job(smk) -> None:

@@ -1,0 +1,1 @@
+"""The VLM judge: frame sampling, the cached VLM client, the scoring protocol."""

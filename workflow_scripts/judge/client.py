@@ -1,0 +1,495 @@
+"""The judge's VLM client: cached, retried, concurrency-capped calls returning checked JSON.
+
+`VLMClient.ask` looks a request up in the cache (a hit makes no call), else calls the
+backend (Gemini through google-genai, or any OpenAI-compatible endpoint such as vLLM)
+and checks the reply against the request's JSON schema and an optional protocol check.
+Every fault (HTTP 408/429/5xx, timeout, dropped connection, no candidate, a blocked or
+truncated candidate, invalid JSON, a reply the checks reject) is retried with capped
+exponential backoff, or after the server's retry hint (at most 65 s) when it gives one;
+after `max_attempts` the call raises JudgeCallError. Other HTTP errors (400, 401, 403,
+404) fail at once. The SDKs' own retries are off so that attempts are counted here.
+
+The cache key hashes everything that determines the answer: backend, model, generation
+settings, kind, system prompt, schema, each part's text and image bytes. `base_url` is
+left out: it locates a server, not a model (a test server's port changes every run), so
+give a self-hosted model a new `model` name when its weights change. The API key is read
+from the environment once and appears in no cache file, log record or error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jsonschema
+import openai
+import tenacity
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+try:  # the HTTP library under google-genai >= 3 and openai >= 3
+    from httpx2 import TransportError
+except ImportError:  # older SDKs
+    from httpx import TransportError
+
+log = logging.getLogger(__name__)
+
+RETRY_HINT_CAP_S = 65.0
+DEFAULTS = {
+    "backend": "gemini",
+    "model": "gemini-3-flash-preview",
+    "base_url": None,
+    "api_key_env": "GEMINI_API_KEY",
+    "max_concurrency": 8,
+    "max_attempts": 5,
+    "timeout_s": 180.0,
+    "backoff_initial_s": 2.0,
+    "backoff_max_s": 60.0,
+    "temperature": None,
+    "media_resolution": None,
+    "thinking_level": None,
+}
+USAGE_KEYS = ("prompt", "candidates", "thoughts", "cached", "total")
+BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a prompt: a text or a JPEG image."""
+
+    text: str | None = None
+    image: bytes | None = None
+
+    def __post_init__(self):
+        if (self.text is None) == (self.image is None):
+            raise ValueError("a Part holds either a text or an image")
+
+    @classmethod
+    def of_text(cls, text: str) -> Part:
+        return cls(text=text)
+
+    @classmethod
+    def of_image(cls, jpeg: bytes) -> Part:
+        return cls(image=jpeg)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One judge call: `kind` names it (and its cache folder), `schema` its reply."""
+
+    kind: str
+    parts: tuple[Part, ...]
+    schema: dict
+    system: str | None = None
+
+
+@dataclass
+class Reply:
+    """A checked reply; `usage` sums every attempt's tokens (a cache hit: the stored ones)."""
+
+    data: dict
+    usage: dict
+    cached: bool
+    attempts: int
+
+
+class JudgeCallError(Exception):
+    """A call that failed for good; `reason` says what finally failed."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Fault(Exception):
+    """One failed attempt worth another; `usage` is what it cost, `retry_after` a hint."""
+
+    def __init__(self, reason: str, retry_after: float | None = None, usage: dict | None = None):
+        super().__init__(reason)
+        self.reason, self.retry_after, self.usage = reason, retry_after, usage
+
+
+def _usage(prompt=0, candidates=0, thoughts=0, cached=0, total=0) -> dict:
+    """Token counts under USAGE_KEYS; None (not reported) counts as 0."""
+    counts = (prompt, candidates, thoughts, cached, total)
+    return {key: count or 0 for key, count in zip(USAGE_KEYS, counts, strict=True)}
+
+
+def _name(value) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _retry_hint(headers, body) -> float | None:
+    """Seconds the server asked to wait: Retry-After, Gemini's RetryInfo, or 'retry in Xs'."""
+    text = body if isinstance(body, str) else json.dumps(body, default=str)
+    sources = (
+        (r"^\s*(\d+(?:\.\d+)?)\s*$", (headers or {}).get("retry-after", "")),
+        (r'"retryDelay":\s*"(\d+(?:\.\d+)?)s"', text),
+        (r"retry in (\d+(?:\.\d+)?)\s*s", text),
+    )
+    for pattern, source in sources:
+        if match := re.search(pattern, source, re.IGNORECASE):
+            return float(match[1])
+    return None
+
+
+def _describe(error: Exception) -> str:
+    """'ReadTimeout: timed out', or the bare class name when the message is empty."""
+    return f"{type(error).__name__}: {error}".rstrip(": ")
+
+
+def _http_fault(code: int, message: str, hint: float | None) -> Exception:
+    reason = f"HTTP {code}: {message}"[:300]
+    return _Fault(reason, hint) if code in (408, 429) or code >= 500 else JudgeCallError(reason)
+
+
+def _check(data, schema: dict, validate: Callable[[dict], None] | None) -> None:
+    # No meta-schema check per call (jsonschema.validate's cost): schemas are code.
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "reply"
+        raise _Fault(f"reply does not match the schema at {where}: {error.message}")
+    if validate is not None:
+        try:
+            validate(data)
+        except ValueError as error:
+            raise _Fault(f"reply rejected: {error}") from error
+
+
+class _Gemini:
+    """Gemini's API through google-genai (or any server speaking its REST protocol)."""
+
+    SETTINGS = ("temperature", "media_resolution", "thinking_level")
+
+    def __init__(self, config: dict, key: str):
+        self.model = config["model"]
+        options = types.HttpOptions(
+            base_url=config["base_url"],
+            api_version="v1beta",
+            timeout=round(config["timeout_s"] * 1000),
+            retry_options=None,
+        )
+        self.client = genai.Client(api_key=key, http_options=options)
+        resolution, thinking = config["media_resolution"], config["thinking_level"]
+        self.settings = {
+            "response_mime_type": "application/json",
+            "temperature": config["temperature"],
+            "media_resolution": f"MEDIA_RESOLUTION_{resolution.upper()}" if resolution else None,
+            "thinking_config": types.ThinkingConfig(thinking_level=thinking.upper())
+            if thinking
+            else None,
+        }
+
+    async def generate(self, request: Request) -> tuple[str, dict]:
+        contents = [
+            types.Part.from_text(text=part.text)
+            if part.image is None
+            else types.Part.from_bytes(data=part.image, mime_type="image/jpeg")
+            for part in request.parts
+        ]
+        config = types.GenerateContentConfig(
+            **self.settings, response_json_schema=request.schema, system_instruction=request.system
+        )
+        try:
+            response = await self.client.aio.models.generate_content(
+                model=self.model, contents=contents, config=config
+            )
+        except genai_errors.APIError as error:
+            headers = error.response.headers if error.response is not None else {}
+            hint = _retry_hint(headers, error.details)
+            raise _http_fault(error.code, error.message or _name(error.status), hint) from error
+        except TransportError as error:
+            raise _Fault(f"transport error: {_describe(error)}") from error
+        meta = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
+        usage = _usage(
+            meta.prompt_token_count,
+            meta.candidates_token_count,
+            meta.thoughts_token_count,
+            meta.cached_content_token_count,
+            meta.total_token_count,
+        )
+        feedback = response.prompt_feedback
+        if feedback is not None and feedback.block_reason:
+            raise _Fault(f"blocked: {_name(feedback.block_reason)}", usage=usage)
+        if not response.candidates:
+            raise _Fault("empty candidate list", usage=usage)
+        candidate = response.candidates[0]
+        finish = _name(candidate.finish_reason or "STOP")
+        if finish != "STOP":
+            prefix = "blocked" if finish in BLOCKED else "finish_reason"
+            raise _Fault(f"{prefix}: {finish}", usage=usage)
+        parts = candidate.content.parts if candidate.content and candidate.content.parts else []
+        return "".join(part.text for part in parts if part.text and not part.thought), usage
+
+    async def aclose(self) -> None:
+        await self.client.aio.aclose()
+
+
+class _OpenAI:
+    """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang ...).
+
+    Replies are constrained with `response_format` json_schema, which vLLM enforces by
+    guided decoding (json_object would only ask for some JSON).
+    """
+
+    SETTINGS = ("temperature",)
+
+    def __init__(self, config: dict, key: str):
+        self.model, self.temperature = config["model"], config["temperature"]
+        self.client = openai.AsyncOpenAI(
+            api_key=key, base_url=config["base_url"], max_retries=0, timeout=config["timeout_s"]
+        )
+
+    async def generate(self, request: Request) -> tuple[str, dict]:
+        content = [
+            {"type": "text", "text": part.text}
+            if part.image is None
+            else {"type": "image_url", "image_url": {"url": _data_url(part.image)}}
+            for part in request.parts
+        ]
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages.append({"role": "user", "content": content})
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": request.kind, "schema": request.schema},
+        }
+        extra = {} if self.temperature is None else {"temperature": self.temperature}
+        try:
+            response = await self.client.chat.completions.create(
+                model=self.model, messages=messages, response_format=response_format, **extra
+            )
+        except openai.APIStatusError as error:
+            body = error.body
+            message = body.get("message") if isinstance(body, dict) else None
+            hint = _retry_hint(error.response.headers, body)
+            raise _http_fault(error.status_code, message or error.message, hint) from error
+        except openai.APIConnectionError as error:
+            raise _Fault(f"transport error: {_describe(error.__cause__ or error)}") from error
+        meta = response.usage
+        usage = _usage()
+        if meta is not None:
+            completion, prompt = meta.completion_tokens_details, meta.prompt_tokens_details
+            usage = _usage(
+                meta.prompt_tokens,
+                meta.completion_tokens,
+                completion and completion.reasoning_tokens,
+                prompt and prompt.cached_tokens,
+                meta.total_tokens,
+            )
+        if not response.choices:
+            raise _Fault("empty candidate list", usage=usage)
+        choice = response.choices[0]
+        if choice.finish_reason == "content_filter" or choice.message.refusal:
+            raise _Fault(f"blocked: {choice.finish_reason}", usage=usage)
+        if choice.finish_reason not in (None, "stop"):
+            raise _Fault(f"finish_reason: {choice.finish_reason}", usage=usage)
+        return choice.message.content or "", usage
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _data_url(jpeg: bytes) -> str:
+    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+
+
+BACKENDS = {"gemini": _Gemini, "openai": _OpenAI}
+
+
+class VLMClient:
+    """Asks a VLM for JSON replies (module docstring: cache, retries, faults).
+
+    The SDK client and the concurrency semaphore belong to one event loop; they are
+    rebuilt when `ask` runs under a new one (e.g. a second `asyncio.run`). Close the
+    client before its loop ends (`async with client:` or `await client.aclose()`) so
+    that the SDK's pooled connections close in the loop that opened them.
+    """
+
+    def __init__(self, config: dict, key: str, cache_dir: str | Path):
+        self.config = {**DEFAULTS, **config}
+        if self.config["backend"] not in BACKENDS:
+            raise ValueError(f"judge.backend: unknown backend {self.config['backend']!r}")
+        self.cache_dir = Path(cache_dir)
+        self._key = key
+        self._backend_class = BACKENDS[self.config["backend"]]
+        self._settings = {name: self.config[name] for name in self._backend_class.SETTINGS}
+        self._loop = self._backend = self._semaphore = None
+
+    @classmethod
+    def from_config(cls, judge_config: dict, cache_dir: str | Path) -> VLMClient:
+        """A client for the workflow config's `judge` block; the key comes from the env."""
+        name = judge_config.get("api_key_env", DEFAULTS["api_key_env"])
+        key = os.environ.get(name, "").strip()
+        if not key:
+            raise ValueError(
+                f"judge.api_key_env: environment variable {name} (the judge's API key) is not set"
+            )
+        return cls(judge_config, key, cache_dir)
+
+    def cache_path(self, request: Request) -> Path:
+        """`cache_dir/<kind>/<sha256 of everything that determines the answer>.json`."""
+        identity = {
+            "version": 1,
+            "backend": self.config["backend"],
+            "model": self.config["model"],
+            "settings": self._settings,
+            "kind": request.kind,
+            "system": request.system,
+            "schema": request.schema,
+            "parts": [
+                {"text": part.text}
+                if part.image is None
+                else {"image": hashlib.sha256(part.image).hexdigest()}
+                for part in request.parts
+            ],
+        }
+        blob = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return self.cache_dir / request.kind / f"{digest}.json"
+
+    async def ask(self, request: Request, validate: Callable[[dict], None] | None = None) -> Reply:
+        """The checked reply to `request`, from the cache or the backend."""
+        path = self.cache_path(request)
+        reply = self._read_cache(path, request, validate)
+        if reply is None:
+            reply = await self._call(request, validate)
+            self._write_cache(path, request, reply)
+        tokens = " ".join(f"{key}={reply.usage[key]}" for key in USAGE_KEYS)
+        hit = "hit" if reply.cached else "miss"
+        log.info(
+            "judge %s %s: ok, %d attempt(s), tokens %s, cache %s",
+            request.kind,
+            path.stem[:12],
+            reply.attempts,
+            tokens,
+            hit,
+        )
+        return reply
+
+    async def aclose(self) -> None:
+        """Closes the SDK client's connections."""
+        if self._backend is not None:
+            await self._backend.aclose()
+        self._loop = self._backend = self._semaphore = None
+
+    async def __aenter__(self) -> VLMClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    def _bind(self):
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop = loop
+            self._semaphore = asyncio.Semaphore(self.config["max_concurrency"])
+            self._backend = self._backend_class(self.config, self._key)
+        return self._semaphore, self._backend
+
+    async def _call(self, request: Request, validate) -> Reply:
+        semaphore, backend = self._bind()
+        usage, attempts = _usage(), 0
+
+        async def attempt() -> dict:
+            nonlocal attempts
+            attempts += 1
+            try:
+                async with semaphore:
+                    text, spent = await backend.generate(request)
+                for key in USAGE_KEYS:
+                    usage[key] += spent[key]
+                try:
+                    data = json.loads(text)
+                except ValueError as error:
+                    raise _Fault("reply is not valid JSON") from error
+                _check(data, request.schema, validate)
+                return data
+            except _Fault as fault:
+                for key in USAGE_KEYS:
+                    usage[key] += (fault.usage or {}).get(key, 0)
+                raise
+
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.config["max_attempts"]),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception_type(_Fault),
+            before_sleep=lambda state: self._log_retry(request.kind, state),
+            reraise=True,
+        )
+        try:
+            data = await retrying(attempt)
+        except (_Fault, JudgeCallError) as error:
+            reason = self._redact(f"{error} (after {attempts} attempt(s))")
+            log.warning("judge %s: failed: %s", request.kind, reason)
+            raise JudgeCallError(reason) from None
+        return Reply(data=data, usage=usage, cached=False, attempts=attempts)
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        hint = state.outcome.exception().retry_after
+        if hint is not None:
+            return min(hint, RETRY_HINT_CAP_S)
+        backoff = tenacity.wait_exponential_jitter(
+            initial=self.config["backoff_initial_s"],
+            max=self.config["backoff_max_s"],
+            jitter=self.config["backoff_initial_s"],
+        )
+        return backoff(state)
+
+    def _log_retry(self, kind: str, state: tenacity.RetryCallState) -> None:
+        reason = self._redact(str(state.outcome.exception()))
+        log.info(
+            "judge %s: attempt %d failed (%s); retrying in %.2f s",
+            kind,
+            state.attempt_number,
+            reason,
+            state.next_action.sleep,
+        )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***")
+
+    def _read_cache(self, path: Path, request: Request, validate) -> Reply | None:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            _check(record["data"], request.schema, validate)
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, _Fault) as error:
+            log.warning("judge %s: ignoring cache entry %s (%s)", request.kind, path, error)
+            return None
+        return Reply(data=record["data"], usage=record["usage"], cached=True, attempts=0)
+
+    def _write_cache(self, path: Path, request: Request, reply: Reply) -> None:
+        """Writes the reply atomically: a temporary file in the same folder, then a rename."""
+        record = {
+            "backend": self.config["backend"],
+            "model": self.config["model"],
+            "kind": request.kind,
+            "data": reply.data,
+            "usage": reply.usage,
+            "attempts": reply.attempts,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp"
+        )
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(record, out, indent=1)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

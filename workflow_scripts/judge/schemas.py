@@ -1,0 +1,56 @@
+"""JSON schemas of the judge's replies (DESIGN, "Interface contract").
+
+They stay within the subset Gemini's `response_json_schema` accepts; whatever a schema
+cannot say (which frames a window may cite, checklist indices each once) is checked by
+the protocol's validate callbacks.
+"""
+
+from __future__ import annotations
+
+LABELS = ("unrecognizable", "stable", "correct_to_wrong", "wrong_to_correct", "wrong_to_wrong")
+
+
+def _object(**properties: dict) -> dict:
+    """An object schema requiring exactly `properties`."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+_TEXT = {"type": "string"}
+_INDICES = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+
+COMPLETENESS = _object(tier={"type": "integer", "minimum": 0, "maximum": 2}, reasoning=_TEXT)
+
+WINDOW = _object(
+    evaluations={
+        "type": "array",
+        "minItems": 1,
+        "items": _object(frame_indices={**_INDICES, "minItems": 1}, comment=_TEXT),
+    },
+    frames_to_inspect_closely=_INDICES,
+)
+
+TRANSITION = _object(
+    label={"type": "string", "enum": list(LABELS)},
+    earlier_state=_TEXT,
+    later_state=_TEXT,
+    evidence=_TEXT,
+)
+
+
+def polish(k: int) -> dict:
+    """The polish reply for a checklist of `k` items: exactly `k` entries, indices 1..k."""
+    item = _object(
+        index={"type": "integer", "minimum": 1, "maximum": k},
+        n_violations={"type": "integer", "minimum": 0},
+        evidence=_TEXT,
+    )
+    return _object(
+        by_range={"type": "array", "items": _object(global_frames=_TEXT, summary=_TEXT)},
+        checklist={"type": "array", "minItems": k, "maxItems": k, "items": item},
+        overall_reasoning=_TEXT,
+    )
