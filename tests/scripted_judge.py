@@ -7,14 +7,19 @@ import re
 from tests.fake_vlm import Received
 
 FRAME = re.compile(r"frame (\d+), t=([\d.]+) s")
+STEP_FRAME = re.compile(r"step (\d+), frame (\d+), t=([\d.]+) s")
 
 
 def kind(received: Received) -> str:
-    """completeness | window1 | window2 | polish, from the instruction's heading."""
+    """completeness | window1 | window2 | polish | transition, from the instruction's heading."""
     heading = received.texts[-1].splitlines()[0]
     if heading.startswith("# Rubric window"):
         return "window" + heading.split()[-1]
-    return {"# Completeness": "completeness", "# Rubric verdict": "polish"}[heading]
+    return {
+        "# Completeness": "completeness",
+        "# Rubric verdict": "polish",
+        "# Checkpoint transition": "transition",
+    }[heading]
 
 
 def frames_of(received: Received) -> list[tuple[int, float]]:
@@ -54,3 +59,36 @@ class Judge:
         elif fault == "repeated":
             items = [items[0]] * len(items)
         return {"by_range": [], "checklist": items, "overall_reasoning": "scripted"}
+
+
+def checkpoint_frames(received: Received) -> list[tuple[int, int, float]]:
+    """(step, frame index, time) of each checkpoint frame a transition call shows, in order."""
+    return [
+        (int(m[1]), int(m[2]), float(m[3]))
+        for t in received.texts
+        if (m := STEP_FRAME.fullmatch(t))
+    ]
+
+
+class Transitioner:
+    """A scripted transition labeller: `labels` by (from, to) step pair, else `stable`.
+
+    A pair in `fail` gets a label outside the schema every time (so the call fails after
+    its retries); calls of other kinds go to `other` (e.g. a `Judge`).
+    """
+
+    def __init__(self, labels=None, fail=(), other=None):
+        self.labels, self.fail, self.other = dict(labels or {}), set(fail), other
+
+    def __call__(self, received: Received) -> dict:
+        if kind(received) != "transition":
+            return self.other(received)
+        steps = list(dict.fromkeys(step for step, _, _ in checkpoint_frames(received)))
+        pair = (steps[0], steps[-1])
+        label = "not a label" if pair in self.fail else self.labels.get(pair, "stable")
+        return {
+            "label": label,
+            "earlier_state": f"state at step {pair[0]}",
+            "later_state": f"state at step {pair[1]}",
+            "evidence": f"scripted {pair[0]}->{pair[1]}",
+        }

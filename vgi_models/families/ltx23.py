@@ -188,9 +188,7 @@ def _scheduler() -> FlowMatchEulerDiscreteScheduler:
 
 def load(source: str, generation: dict, dtype: torch.dtype) -> LTX2ImageToVideoPipeline:
     """Real weights from a local directory or a hub id already in the local cache."""
-    pipe = LTX2ImageToVideoPipeline.from_pretrained(
-        source, torch_dtype=dtype, local_files_only=True
-    )
+    pipe = LTX2ImageToVideoPipeline.from_pretrained(source, dtype=dtype, local_files_only=True)
     return _checked(pipe, generation)
 
 
