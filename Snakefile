@@ -16,9 +16,15 @@ configfile: os.path.join(workflow.basedir, "config/config.yaml")
 validate(config, "config/schemas/config.schema.yaml")
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/generate.smk"
 include: "rules/judge.smk"
+include: "rules/transitions.smk"
+include: "rules/report.smk"
+include: "rules/gallery.smk"
 
 
 rule all:
@@ -27,3 +33,8 @@ rule all:
         rules.select_instances.output,
         rules.generate_all.input,
         judge_targets(rules.judge_all.input),
+        judge_targets(rules.transitions_all.input),
+        judge_targets(rules.label_agreement.output if TRANSITIONS.human else []),
+        judge_targets(rules.plots.output),
+        rules.gallery.output,
+        rules.export_official.output,

@@ -105,6 +105,7 @@ def write_config(tmp: Path, subset: str) -> Path:
             "subset": subset,
         },
         "models": list(registry),
+        "judge": {"enabled": True},  # every rule of the study, as with an API key set
     }
     path = tmp / f"config_{subset}.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -1,3 +1,4 @@
+import functools
 import os
 
 import yaml
@@ -43,8 +44,17 @@ def model_resource(name, default):
     return lambda wildcards: STUDY.models[wildcards.model].resources.get(name, default)
 
 
-def judge_targets(targets):
-    """`targets` when the VLM stages run (`judge.enabled`; `auto`: when its API key is set)."""
+def model_runs(pattern):
+    """Input function: `pattern` (under RUN) for every selected instance of the job's model."""
+    return lambda wildcards: [
+        pattern.format(model=wildcards.model, task=task, instance=instance)
+        for instance, task in INSTANCES["task"].items()
+    ]
+
+
+@functools.cache
+def judge_enabled():
+    """Whether the VLM stages run (`judge.enabled`; `auto`: when its API key is set)."""
     judge = config["judge"]
     enabled = judge["enabled"]
     if enabled == "auto":
@@ -54,4 +64,9 @@ def judge_targets(targets):
                 f"Judge stages left out: set ${judge['api_key_env']} (the judge's API key), "
                 "or judge.enabled: true, to run them."
             )
-    return targets if enabled else []
+    return enabled
+
+
+def judge_targets(targets):
+    """`targets` when the VLM stages run, else none."""
+    return targets if judge_enabled() else []

@@ -29,6 +29,8 @@ def frames_of(received: Received) -> list[tuple[int, float]]:
 class Judge:
     """A scripted judge: tier and violation counts to give, frames to nominate in round 1.
 
+    `violations` is repeated or cut to the checklist length K the verdict call asks for.
+
     `bad_polish` lists faulty verdicts to give first, in order: `short` (one entry
     missing) or `repeated` (index 1 every time); a window whose first frame is in
     `bad_windows` leaves its first frame without a comment.
@@ -49,9 +51,10 @@ class Judge:
                 "evaluations": [{"frame_indices": cited, "comment": f"scripted {what}"}],
                 "frames_to_inspect_closely": self.nominate if what == "window1" else [],
             }
+        k = received.schema["properties"]["checklist"]["minItems"]
+        counts = (list(self.violations) * k)[:k]
         items = [
-            {"index": n, "n_violations": x, "evidence": "scripted"}
-            for n, x in enumerate(self.violations, 1)
+            {"index": n, "n_violations": x, "evidence": "scripted"} for n, x in enumerate(counts, 1)
         ]
         fault = self.bad_polish.pop(0) if self.bad_polish else None
         if fault == "short":

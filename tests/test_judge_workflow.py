@@ -22,10 +22,10 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
             "api_key_env": "FAKE_VLM_KEY",
             "backoff_initial_s": 0.01,
         }
-        first = snakemake(tmp_path, config)
+        first = snakemake(tmp_path, config, "judge_all")
         assert first.returncode == 0, first.stdout[-3000:]
         paid = len(fake.requests)
-        again = snakemake(tmp_path, config, "--forcerun", "judge")
+        again = snakemake(tmp_path, config, "--forcerun", "judge", "--", "judge_all")
         assert again.returncode == 0, again.stdout[-3000:]
         assert len(fake.requests) == paid  # every call of the rerun came from the cache
     assert {r.api_key for r in fake.requests} == {KEY}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
+from itertools import pairwise
 
 import decord
 import pandas as pd
@@ -11,18 +13,28 @@ import pytest
 import yaml
 from PIL import Image
 
+from tests.fake_vlm import FakeVLM
+from tests.scripted_judge import Judge, Transitioner
 from tests.workflow import REPO, default_config, snakemake
+from workflow_scripts.aggregate.tables import TABLES
 
 STEPS = [1, 2, 3, 4, 10, 20, 40]
+JUDGE = Judge(tier=1, violations=[0, 1])
 
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
-    """The default workflow (tiny Wan2.2, bundled examples, half subset) run to the end."""
+    """The default workflow (tiny Wan2.2, bundled examples, half subset) run to the end, with
+    the judge pointed at the local test server, then its report."""
     workdir = tmp_path_factory.mktemp("default")
     config = default_config(workdir)
-    result = snakemake(workdir, config)
-    assert result.returncode == 0, result.stdout[-3000:]
+    with pytest.MonkeyPatch.context() as env, FakeVLM(Transitioner(other=JUDGE)) as fake:
+        env.setenv("FAKE_VLM_KEY", "test-key")
+        config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
+        result = snakemake(workdir, config)
+        assert result.returncode == 0, result.stdout[-3000:]
+        report = snakemake(workdir, config, "--report", str(workdir / "report.zip"))
+        assert report.returncode == 0, report.stdout[-3000:]
     return workdir, config
 
 
@@ -40,6 +52,35 @@ def test_default_run_writes_every_video_and_checkpoint(default_run):
         meta = json.loads((run / "generation.json").read_text())
         assert meta["model"] == "tiny_wan22" and meta["denoise"]["steps"] == STEPS
         assert meta["image"].endswith(f"{row.instance}.png")
+
+
+def test_default_run_scores_labels_tabulates_and_reports(default_run):
+    workdir, _ = default_run
+    results = workdir / "results"
+    scores = [json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/*/score.json")]
+    assert len(scores) == 12 and {s["status"] for s in scores} == {"ok"}
+    assert {s["completeness"] for s in scores} == {0.5}
+    transitions = [
+        json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/*/transitions.json")
+    ]
+    assert len(transitions) == 12
+    assert all(
+        [(p["from"], p["to"]) for p in t["pairs"]] == list(pairwise(STEPS)) for t in transitions
+    )
+    for name in TABLES:
+        assert len(pd.read_csv(results / "tables" / f"{name}.csv")) > 0, name
+    overall = pd.read_csv(results / "tables" / "final_by_domain_level.csv")
+    overall = overall.query("model == 'tiny_wan22' and domain == 'overall' and level == 'avg'")
+    finals = [s["final"] for s in scores]
+    assert overall["final"].item() == pytest.approx(sum(finals) / len(finals))
+    for plot in ("final_heatmap", "skills", "transitions"):
+        assert (results / "plots" / f"{plot}.png").stat().st_size > 0
+    assert (results / "gallery" / "index.html").is_file()
+    assert len(list((results / "eval_res" / "tiny_wan22").glob("*/tiny_wan22_*_lv*_*.mp4"))) == 12
+    with zipfile.ZipFile(workdir / "report.zip") as report:
+        names = report.namelist()
+    assert any(n.endswith("report.html") for n in names)
+    assert any("final_heatmap.png" in n for n in names) and any("skills.csv" in n for n in names)
 
 
 def test_a_finished_run_has_nothing_left_to_do(default_run):

@@ -33,6 +33,8 @@ from transformers import (
     T5EncoderModel,
 )
 
+from vgi_models.families.common import checkpoint_latents, final_latents, to_frames  # noqa: F401
+
 TEXT_DIM, GLYPH_DIM, IMAGE_DIM, LATENT_CHANNELS = 16, 32, 12, 4
 # The tiny Qwen tokenizer is byte-level with no merges: one token per byte. Its template
 # keeps only the user turn, so no system-prompt tokens need cropping.
@@ -159,21 +161,10 @@ def call_kwargs(generation: dict) -> dict:
     }
 
 
-def final_latents(pipe: HunyuanVideo15ImageToVideoPipeline, output) -> torch.Tensor:
-    """The pipeline's `output_type="latent"` result: latents times `scaling_factor`."""
-    return output.frames
-
-
-def checkpoint_latents(pipe, state: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
-    """A recorded state is already a full scaled latent."""
-    return state
-
-
 @torch.no_grad()
 def decode(pipe: HunyuanVideo15ImageToVideoPipeline, latents: torch.Tensor) -> np.ndarray:
     """Scaled latents -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes."""
     vae = pipe.vae
     latents = latents.to(device=pipe._execution_device, dtype=vae.dtype)
     video = vae.decode(latents / vae.config.scaling_factor, return_dict=False)[0]
-    frames = pipe.video_processor.postprocess_video(video, output_type="np")[0]
-    return (frames * 255).astype(np.uint8)
+    return to_frames(pipe, video)

@@ -31,6 +31,8 @@ from transformers import (
     SiglipVisionConfig,
 )
 
+from vgi_models.families.common import to_frames
+
 TEXT_DIM = 16  # tiny Gemma hidden size
 VIDEO_DIM, AUDIO_DIM = 16, 8  # tiny transformer widths (= its text cross-attention widths)
 
@@ -249,5 +251,4 @@ def decode(pipe: LTX2ImageToVideoPipeline, latents: torch.Tensor) -> np.ndarray:
     if vae.config.timestep_conditioning:
         timestep = torch.zeros(latents.shape[0], device=latents.device, dtype=latents.dtype)
     video = vae.decode(latents, timestep, return_dict=False)[0]
-    frames = pipe.video_processor.postprocess_video(video, output_type="np")[0]
-    return (frames * 255).astype(np.uint8)
+    return to_frames(pipe, video)

@@ -30,6 +30,8 @@ from transformers import (
     UMT5EncoderModel,
 )
 
+from vgi_models.families.common import checkpoint_latents, final_latents, to_frames  # noqa: F401
+
 TEXT_DIM = 32
 HEADS, HEAD_DIM = 2, 12
 IMAGE_DIM = 16  # hidden size of the tiny CLIP vision tower
@@ -196,16 +198,6 @@ def call_kwargs(generation: dict) -> dict:
     return kwargs
 
 
-def final_latents(pipe: WanImageToVideoPipeline, output) -> torch.Tensor:
-    """The pipeline's `output_type="latent"` result: normalised latents."""
-    return output.frames
-
-
-def checkpoint_latents(pipe, state: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
-    """A recorded state is already a full normalised latent."""
-    return state
-
-
 @torch.no_grad()
 def decode(pipe: WanImageToVideoPipeline, latents: torch.Tensor) -> np.ndarray:
     """Normalised latents -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes."""
@@ -217,5 +209,4 @@ def decode(pipe: WanImageToVideoPipeline, latents: torch.Tensor) -> np.ndarray:
         latents.device, latents.dtype
     )
     video = vae.decode(latents / inv_std + mean, return_dict=False)[0]
-    frames = pipe.video_processor.postprocess_video(video, output_type="np")[0]
-    return (frames * 255).astype(np.uint8)
+    return to_frames(pipe, video)

@@ -47,7 +47,7 @@ def _frames(frames: Sequence[Frame]) -> list[Part]:
     return parts
 
 
-def _task(goal: str, checklist: Sequence[str]) -> str:
+def task_text(goal: str, checklist: Sequence[str]) -> str:
     items = "\n".join(f"{n}. {item}" for n, item in enumerate(checklist, 1))
     return f"Task goal: {goal}\nChecklist:\n{items}"
 
@@ -86,7 +86,7 @@ def window(
     )
     instructions = (
         f"# Rubric window, round {round_}\n"
-        f"{_task(goal, checklist)}\n"
+        f"{task_text(goal, checklist)}\n"
         f"The frames above ({frame_range(indices, times)}) are {sampling}.\n"
         "Check them against the checklist. Each evaluation names the global indices of the "
         "frames it is about and says what they show, naming any violated checklist item by "
@@ -116,7 +116,7 @@ def polish(
     """The text-only verdict: de-duplicated violations per checklist item from all comments."""
     instructions = (
         "# Rubric verdict\n"
-        f"{_task(goal, checklist)}\n"
+        f"{task_text(goal, checklist)}\n"
         "Below are the comments of a window-by-window inspection of one generated video, "
         f"grouped by round and window, each window under its frame and time range. {rounds}\n\n"
         f"{_comments(windows)}\n\n"

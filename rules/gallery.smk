@@ -1,0 +1,57 @@
+rule contact_sheet:
+    input:
+        videos=model_runs(f"{RUN}/video.mp4"),
+        checkpoints=model_runs(f"{RUN}/denoise"),
+    output:
+        report(
+            directory(f"{OUT}/gallery/{{model}}/sheets"),
+            patterns=["{instance}.png"],
+            caption="../report/contact_sheet.rst",
+            category="Gallery",
+            subcategory="{model}",
+            labels={"model": "{model}", "instance": "{instance}"},
+        ),
+    log:
+        f"{OUT}/logs/contact_sheet/{{model}}.log",
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        columns=6,
+        tile_width=160,
+    script:
+        "../workflow_scripts/entry/contact_sheet.py"
+
+
+rule gallery:
+    input:
+        sheets=expand(f"{OUT}/gallery/{{model}}/sheets", model=STUDY.models),
+        videos=per_instance(f"{RUN}/video.mp4"),
+        scores=judge_targets(per_instance(f"{RUN}/score.json")),
+    output:
+        index=f"{OUT}/gallery/index.html",
+        pages=expand(
+            f"{OUT}/gallery/{{model}}/{{task}}.html",
+            model=STUDY.models,
+            task=INSTANCES["task"].unique(),
+        ),
+    log:
+        f"{OUT}/logs/gallery.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../workflow_scripts/entry/gallery.py"
+
+
+rule export_official:
+    input:
+        videos=per_instance(f"{RUN}/video.mp4"),
+    output:
+        per_instance(f"{OUT}/eval_res/{{model}}/{{task}}/{{model}}_{{instance}}.mp4"),
+    log:
+        f"{OUT}/logs/export_official.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../workflow_scripts/entry/export_official.py"

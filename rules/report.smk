@@ -1,0 +1,57 @@
+from workflow_scripts.aggregate.tables import TABLES, VBVR_PAIRS
+
+
+rule tables:
+    input:
+        scores=per_instance(f"{RUN}/score.json"),
+        transitions=per_instance(f"{RUN}/transitions.json"),
+        selected=rules.select_instances.output[0],
+        taxonomy=config["benchmark"]["taxonomy"],
+        overlap=config["benchmark"]["overlap"],
+    output:
+        **{
+            name: report(
+                f"{OUT}/tables/{name}.csv",
+                caption="../report/tables.rst",
+                category="Tables",
+            )
+            for name in TABLES
+        },
+    log:
+        f"{OUT}/logs/tables.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        models=list(STUDY.models),
+        vbvr_pairs=VBVR_PAIRS,
+    script:
+        "../workflow_scripts/entry/tables.py"
+
+
+rule plots:
+    input:
+        final_by_domain_level=rules.tables.output.final_by_domain_level,
+        skills=rules.tables.output.skills,
+        transitions=rules.tables.output.transitions,
+    output:
+        final_heatmap=report(
+            f"{OUT}/plots/final_heatmap.png",
+            caption="../report/final_heatmap.rst",
+            category="Plots",
+        ),
+        skills=report(
+            f"{OUT}/plots/skills.png", caption="../report/skills.rst", category="Plots"
+        ),
+        transitions=report(
+            f"{OUT}/plots/transitions.png",
+            caption="../report/transitions.rst",
+            category="Plots",
+        ),
+    log:
+        f"{OUT}/logs/plots.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../workflow_scripts/entry/plots.py"

@@ -1,0 +1,403 @@
+"""The paper's tables and plots on a synthetic run whose every figure is worked out by hand.
+
+The run (scores written as score.json / transitions.json in DESIGN's layout):
+
+    task  domain  skills               group        instances (level: ids)
+    t1    dA      planning, spatial    overlap      lv1: 01, 02   lv2: 01
+    t2    dA      planning             overlap      lv1: 01
+    t3    dB      temporal             non_overlap  lv1: 01       lv2: 01, 02
+
+    instance    M = wan22_i2v_a14b (base)     V = vbvr_wan22
+                compl  rubric final strict    compl  rubric final strict
+    t1_lv1_01   1.0    0.5    0.5   -         1.0    1.0    1.0   yes
+    t1_lv1_02   0.5    1.0    0.5   -         1.0    0.5    0.5   -
+    t1_lv2_01   1.0    1.0    1.0   yes       1.0    1.0    1.0   yes
+    t2_lv1_01   error                         1.0    1.0    1.0   yes
+    t3_lv1_01   0.0    0.25   0.0   -         0.5    0.5    0.25  -
+    t3_lv2_01   1.0    0.75   0.75  -         0.0    1.0    0.0   -
+    t3_lv2_02   missing                       1.0    0.75   0.75  -
+
+A third model, L = ltx23_i2v, has no results at all (every instance missing).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from workflow_scripts.aggregate import plots, tables
+from workflow_scripts.aggregate.collect import collect, instance_table
+from workflow_scripts.aggregate.jobs import plots_job, tables_job
+
+M, V, L = "wan22_i2v_a14b", "vbvr_wan22", "ltx23_i2v"
+TASKS = {"t1": "dA", "t2": "dA", "t3": "dB"}
+INSTANCES = ["t1_lv1_01", "t1_lv1_02", "t1_lv2_01", "t2_lv1_01", "t3_lv1_01"]
+INSTANCES += ["t3_lv2_01", "t3_lv2_02"]
+
+
+def ok(completeness, rubric, strict=False):
+    tier = int(completeness * 2)
+    final = completeness * rubric
+    return {
+        "status": "ok",
+        "tier": tier,
+        "completeness": completeness,
+        "rubric": rubric,
+        "final": final,
+        "strict_success": strict,
+    }
+
+
+ERROR = {"status": "error", "reason": "judge call failed", "final": None}
+SCORES = {
+    M: {
+        "t1_lv1_01": ok(1.0, 0.5),
+        "t1_lv1_02": ok(0.5, 1.0),
+        "t1_lv2_01": ok(1.0, 1.0, strict=True),
+        "t2_lv1_01": ERROR,
+        "t3_lv1_01": ok(0.0, 0.25),
+        "t3_lv2_01": ok(1.0, 0.75),
+    },
+    V: {
+        "t1_lv1_01": ok(1.0, 1.0, strict=True),
+        "t1_lv1_02": ok(1.0, 0.5),
+        "t1_lv2_01": ok(1.0, 1.0, strict=True),
+        "t2_lv1_01": ok(1.0, 1.0, strict=True),
+        "t3_lv1_01": ok(0.5, 0.5),
+        "t3_lv2_01": ok(0.0, 1.0),
+        "t3_lv2_02": ok(1.0, 0.75),
+    },
+}
+
+
+def labelled(*pairs, status="ok"):
+    return {
+        "status": status,
+        "pairs": [
+            {"from": a, "to": b, "label": label, "source": source, "evidence": "..."}
+            for a, b, label, source in pairs
+        ],
+    }
+
+
+TRANSITIONS = {
+    M: {
+        "t1_lv1_01": labelled(
+            (1, 2, "unrecognizable", "vlm"),
+            (2, 10, "wrong_to_correct", "vlm"),
+            (10, 40, "stable", "vlm"),
+        ),
+        "t1_lv1_02": labelled((1, 2, "unrecognizable", "vlm"), (2, 10, "stable", "vlm")),
+        # the 2→10 call failed: its pair is not listed, 1→2 still counts
+        "t1_lv2_01": labelled((1, 2, "stable", "vlm"), status="error"),
+        "t3_lv1_01": labelled((1, 2, "stable", "vlm"), (2, 10, "correct_to_wrong", "vlm")),
+    },
+    V: {
+        "t1_lv1_01": labelled((1, 2, "unrecognizable", "vlm"), (2, 10, "wrong_to_wrong", "vlm")),
+        "t2_lv1_01": labelled((1, 2, "stable", "human"), (2, 10, "stable", "vlm")),
+    },
+}
+
+
+def write_run(root: Path) -> Path:
+    """The run's files under `root`; returns its outdir."""
+    (root / "taxonomy.yaml").write_text(
+        yaml.safe_dump(
+            {"dA": {"t1": ["planning", "spatial"], "t2": ["planning"]}, "dB": {"t3": ["temporal"]}}
+        )
+    )
+    (root / "overlap.yaml").write_text(
+        yaml.safe_dump({"overlap": ["t1", "t2"], "non_overlap": ["t3"]})
+    )
+    selected = pd.Series(INSTANCES, name="instance").str.extract(
+        r"^(?P<task>.+)_lv(?P<level>\d+)_(?P<id>.+)$"
+    )
+    selected.insert(0, "instance", INSTANCES)
+    selected.to_csv(root / "selected.csv", index=False)
+    outdir = root / "results"
+    for name, documents in (("score.json", SCORES), ("transitions.json", TRANSITIONS)):
+        for model, by_instance in documents.items():
+            for instance, document in by_instance.items():
+                path = outdir / model / instance[:2] / instance / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(document))
+    return outdir
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run")
+    outdir = write_run(root)
+    instances = instance_table(root / "selected.csv", root / "taxonomy.yaml", root / "overlap.yaml")
+    results, pairs = collect(instances, [M, V, L], outdir)
+    return SimpleNamespace(root=root, outdir=outdir, results=results, pairs=pairs)
+
+
+@pytest.fixture(scope="module")
+def built(run):
+    return tables.all_tables(run.results, run.pairs)
+
+
+def cell(table: pd.DataFrame, **keys) -> pd.Series:
+    """The one row of `table` matching `keys`."""
+    rows = table[np.logical_and.reduce([table[k] == v for k, v in keys.items()])]
+    assert len(rows) == 1, (keys, rows)
+    return rows.iloc[0]
+
+
+def test_collect_one_row_per_model_and_instance(run):
+    r = run.results.set_index(["model", "instance"])
+    assert len(r) == 3 * 7
+    assert r.loc[(M, "t1_lv1_01"), ["task", "level", "domain", "overlap_group"]].tolist() == [
+        "t1",
+        1,
+        "dA",
+        "overlap",
+    ]
+    assert r.loc[(M, "t1_lv1_01"), "skills"] == ("planning", "spatial")
+    assert r.loc[(M, "t2_lv1_01"), ["status", "reason"]].tolist() == ["error", "judge call failed"]
+    assert r.loc[(M, "t3_lv2_02"), "status"] == "missing"
+    assert (r.loc[L, "status"] == "missing").all()
+    assert r.loc[(M, "t2_lv1_01"), ["completeness", "rubric", "final"]].isna().all()  # not 0
+    assert r.loc[(M, "t1_lv2_01"), "transitions_status"] == "error"
+    # every listed pair, the error document's too (M: 3 + 2 + 1 + 2, V: 2 + 2)
+    assert len(run.pairs) == 12
+    assert set(run.pairs.columns) >= {"model", "instance", "task", "domain", "step_pair", "source"}
+    human = run.pairs[run.pairs.source == "human"]
+    assert human[["model", "instance", "step_pair", "label"]].values.tolist() == [
+        [V, "t2_lv1_01", "1→2", "stable"]
+    ]
+
+
+def test_final_by_domain_level(built):
+    t = built["final_by_domain_level"]
+    expected = {
+        # M: dA lv1 = (0.5 + 0.5) / 2 (t2 error left out); avg pools dA's instances:
+        # (0.5 + 0.5 + 1.0) / 3 = 2/3, not the mean of level means (0.5 + 1.0) / 2 = 0.75
+        (M, "dA", 1): (0.5, 2),
+        (M, "dA", 2): (1.0, 1),
+        (M, "dA", "avg"): (2 / 3, 3),
+        (M, "dB", 1): (0.0, 1),
+        (M, "dB", 2): (0.75, 1),
+        (M, "dB", "avg"): (0.375, 2),
+        # overall: lv1 (0.5 + 0.5 + 0) / 3; lv2 (1 + 0.75) / 2; avg 2.75 / 5
+        (M, "overall", 1): (1 / 3, 3),
+        (M, "overall", 2): (0.875, 2),
+        (M, "overall", "avg"): (0.55, 5),
+        # V: dA lv1 (1 + 0.5 + 1) / 3; dA avg 3.5 / 4; dB avg (0.25 + 0 + 0.75) / 3
+        (V, "dA", 1): (2.5 / 3, 3),
+        (V, "dA", "avg"): (0.875, 4),
+        (V, "dB", "avg"): (1 / 3, 3),
+        (V, "overall", "avg"): (4.5 / 7, 7),
+        # pooled models: dA lv1 (1.0 + 2.5) / 5; overall avg (2.75 + 4.5) / 12
+        ("all", "dA", 1): (0.7, 5),
+        ("all", "overall", "avg"): (7.25 / 12, 12),
+    }
+    for (model, domain, level), (mean, n) in expected.items():
+        row = cell(t, model=model, domain=domain, level=level)
+        assert (row.final, row.n) == (pytest.approx(mean), n), (model, domain, level)
+    # a model without results: every cell present, n 0 and no mean (a gap, not a zero)
+    assert (t[t.model == L].n == 0).all() and t[t.model == L].final.isna().all()
+    assert len(t[t.model == L]) == len(t[t.model == M]) == 9  # 3 domains x (levels + avg)
+    assert t.model.unique().tolist() == [M, V, L, "all"]
+    assert t[t.model == M].level.tolist() == [1, 2, "avg"] * 3
+    assert t[t.model == M].domain.unique().tolist() == ["dA", "dB", "overall"]
+
+
+def test_metrics_are_means_of_per_instance_values(built):
+    t = built["metrics_by_domain_level"]
+    row = cell(t, model=M, domain="dA", level=1)
+    # (1, 0.5) and (0.5, 1): completeness 0.75, rubric 0.75, final mean(0.5, 0.5) = 0.5,
+    # not the product of the means 0.5625
+    assert (row.completeness, row.rubric, row.final, row.n) == (0.75, 0.75, 0.5, 2)
+    assert row.final != row.completeness * row.rubric
+    row = cell(t, model=V, domain="dB", level=2)  # (0, 1) and (1, 0.75)
+    assert (row.completeness, row.rubric, row.final) == (0.5, 0.875, 0.375)
+    pd.testing.assert_series_equal(t.final, built["final_by_domain_level"].final)
+
+
+def test_strict_success(built):
+    t = built["strict_success"]
+    expected = {
+        (M, "dA", 1): (0.0, 2),
+        (M, "dA", 2): (1.0, 1),
+        (M, "overall", "avg"): (1 / 5, 5),
+        (V, "dA", 1): (2 / 3, 3),
+        (V, "overall", "avg"): (3 / 7, 7),
+        ("all", "overall", "avg"): (4 / 12, 12),
+    }
+    for (model, domain, level), (rate, n) in expected.items():
+        row = cell(t, model=model, domain=domain, level=level)
+        assert (row.strict_success, row.n) == (pytest.approx(rate), n)
+
+
+def test_skills_count_a_task_in_each_of_its_pools(built):
+    t = built["skills"]
+    expected = {
+        # t1 (planning, spatial) counts in both; t2 (planning) is M's error
+        (M, "planning"): (2 / 3, 3),
+        (M, "spatial"): (2 / 3, 3),
+        (M, "temporal"): (0.375, 2),
+        (V, "planning"): (0.875, 4),
+        (V, "spatial"): (2.5 / 3, 3),
+        (V, "temporal"): (1 / 3, 3),
+        ("all", "planning"): (5.5 / 7, 7),
+        (L, "planning"): (np.nan, 0),
+    }
+    for (model, skill), (mean, n) in expected.items():
+        row = cell(t, model=model, skill=skill)
+        assert (row.final, row.n) == (pytest.approx(mean, nan_ok=True), n)
+
+
+def test_overlap_groups_average_task_means_and_pair_vbvr_with_base(built):
+    t = built["overlap_groups"]
+    # V overlap avg: task means t1 (1 + 0.5 + 1) / 3 = 5/6 and t2 1.0 -> 11/12, not the
+    # pooled 3.5 / 4; lv1: t1 0.75, t2 1.0 -> 0.875
+    row = cell(t, model=V, group="overlap", level="avg")
+    assert (row.final, row.n, row.n_instances) == (pytest.approx(11 / 12), 2, 4)
+    assert cell(t, model=V, group="overlap", level=1).final == 0.875
+    # M overlap avg: t1 2/3 only (t2 error); its CI collapses on one task
+    row = cell(t, model=M, group="overlap", level="avg")
+    assert (row.final, row.n, row.final_ci_low, row.final_ci_high) == (
+        pytest.approx(2 / 3),
+        1,
+        row.final,
+        row.final,
+    )
+    assert pd.isna(row.base) and pd.isna(row.delta)
+    # delta over the tasks scored for both: overlap avg t1 5/6 - 2/3 = 1/6 (not 11/12 - 2/3);
+    # overlap lv1 0.75 - 0.5; non_overlap avg t3 1/3 - 0.375
+    for group, level, delta in (
+        ("overlap", "avg", 1 / 6),
+        ("overlap", 1, 0.25),
+        ("non_overlap", "avg", 1 / 3 - 0.375),
+    ):
+        row = cell(t, model=V, group=group, level=level)
+        assert (row.base, row.delta, row.delta_n) == (M, pytest.approx(delta), 1)
+    assert cell(t, model=L, group="overlap", level="avg").n == 0
+    assert "all" not in set(t.model) and t[t.model == L].delta.isna().all()  # no vbvr_ltx23
+    assert t.group.unique().tolist() == ["overlap", "non_overlap"]
+
+
+def test_transitions_give_label_percentages_summing_to_100(built):
+    t = built["transitions"]
+    expected = {
+        # M 1→2: unrecognizable x2, stable x2 (one from t1_lv2_01, whose 2→10 failed)
+        (M, "1→2"): ({"unrecognizable": 50, "stable": 50}, 4),
+        (M, "2→10"): (
+            {"wrong_to_correct": 100 / 3, "stable": 100 / 3, "correct_to_wrong": 100 / 3},
+            3,
+        ),
+        (M, "10→40"): ({"stable": 100}, 1),
+        (V, "1→2"): ({"unrecognizable": 50, "stable": 50}, 2),
+        (V, "2→10"): ({"wrong_to_wrong": 50, "stable": 50}, 2),
+        ("all", "1→2"): ({"unrecognizable": 50, "stable": 50}, 6),
+        ("all", "2→10"): (
+            {"wrong_to_correct": 20, "stable": 40, "correct_to_wrong": 20, "wrong_to_wrong": 20},
+            5,
+        ),
+    }
+    for (model, step_pair), (shares, n) in expected.items():
+        row = cell(t, model=model, step_pair=step_pair)
+        assert row.n == n
+        for label in tables.LABELS:
+            assert row[label] == pytest.approx(shares.get(label, 0)), (model, step_pair, label)
+    assert t[list(tables.LABELS)].sum(axis=1).tolist() == pytest.approx([100] * len(t))
+    assert t[t.model == M].step_pair.tolist() == ["1→2", "2→10", "10→40"]  # numeric order
+    assert t.model.unique().tolist() == [M, V, "all"]
+
+
+def test_unknown_transition_label_is_an_error(run):
+    bad = run.pairs.assign(label="maybe")
+    with pytest.raises(ValueError, match="maybe"):
+        tables.transitions(bad)
+
+
+def test_errors_count_every_gap(built):
+    t = built["errors"].set_index("model")
+    assert t.columns.tolist() == [
+        "selected",
+        "ok",
+        "error",
+        "missing",
+        "transitions_ok",
+        "transitions_error",
+        "transitions_missing",
+    ]
+    assert t.loc[M].tolist() == [7, 5, 1, 1, 3, 1, 3]
+    assert t.loc[V].tolist() == [7, 7, 0, 0, 2, 0, 5]
+    assert t.loc[L].tolist() == [7, 0, 0, 7, 0, 0, 7]
+    assert t.loc["all"].tolist() == [21, 12, 1, 8, 5, 1, 15]
+
+
+def test_bootstrap_cis(run, built):
+    t = built["metrics_by_domain_level"]
+    scored = t[t.n > 0]
+    for value in ("completeness", "rubric", "final"):
+        assert (scored[f"{value}_ci_low"] <= scored[value] + 1e-12).all()
+        assert (scored[value] <= scored[f"{value}_ci_high"] + 1e-12).all()
+    wide = cell(t, model="all", domain="overall", level="avg")
+    assert wide.final_ci_low < wide.final < wide.final_ci_high
+    pd.testing.assert_frame_equal(tables.metrics_by_domain_level(run.results), t)  # same seed
+    # equal values: the CI collapses to the mean
+    assert tables.bootstrap(np.full(5, 0.3)) == (pytest.approx([0.3]),) * 3
+    row = cell(t, model=M, domain="dA", level=1)  # finals 0.5, 0.5
+    assert row.final_ci_low == row.final == row.final_ci_high == 0.5
+
+
+def test_plots_write_pngs_with_one_panel_per_model(built, tmp_path):
+    figures = {
+        "heatmap": plots.final_heatmap(built["final_by_domain_level"], tmp_path / "heatmap.png"),
+        "skills": plots.skill_bars(built["skills"], tmp_path / "skills.png"),
+        "transitions": plots.transition_bars(built["transitions"], tmp_path / "transitions.png"),
+        "empty": plots.transition_bars(built["transitions"][:0], tmp_path / "empty.png"),
+    }
+    # M, V, L, all + the colour bar; one bar chart; M, V, all; no labels: no panel
+    expected = {"heatmap": 5, "skills": 1, "transitions": 3, "empty": 0}
+    for name, figure in figures.items():
+        assert len(figure.axes) == expected[name], name
+        png = (tmp_path / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 1000
+
+
+class Named(dict):
+    """Stands in for Snakemake's named lists: items by key or attribute."""
+
+    __getattr__ = dict.__getitem__
+
+
+def test_jobs_write_every_table_and_plot(run, tmp_path):
+    def job(inputs, outputs, **params):
+        return SimpleNamespace(
+            input=Named(inputs),
+            output=Named(outputs),
+            log=[str(tmp_path / "logs" / "job.log")],
+            params=SimpleNamespace(**params),
+            config={"outdir": str(run.outdir)},
+        )
+
+    root = run.root
+    table_paths = {name: str(tmp_path / f"{name}.csv") for name in tables.TABLES}
+    inputs = {
+        "scores": [],
+        "transitions": ["x"],
+        "selected": str(root / "selected.csv"),
+        "taxonomy": str(root / "taxonomy.yaml"),
+        "overlap": str(root / "overlap.yaml"),
+    }
+    tables_job(job(inputs, table_paths, models=[M, V, L], vbvr_pairs=tables.VBVR_PAIRS))
+    errors = pd.read_csv(table_paths["errors"])
+    assert errors.columns[0] == "model" and errors.selected.tolist() == [7, 7, 7, 21]
+    final = pd.read_csv(table_paths["final_by_domain_level"])
+    assert set(final.level.astype(str)) == {"1", "2", "avg"}
+    plot_paths = {
+        name: str(tmp_path / f"{name}.png") for name in ("final_heatmap", "skills", "transitions")
+    }
+    plots_job(job(table_paths, plot_paths))
+    assert all(Path(path).stat().st_size > 1000 for path in plot_paths.values())

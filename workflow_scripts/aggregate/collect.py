@@ -1,0 +1,80 @@
+"""The tidy per-instance results of a run, read from its score.json and transitions.json.
+
+Runs follow DESIGN's layout, ``<outdir>/<model>/<task>/<instance>/``. Every selected
+(model, instance) gets a row: ``status`` is ``ok`` or ``error`` as the judge wrote it,
+``missing`` where score.json does not exist; the scores of a row that is not ``ok`` are
+left empty (never 0). ``transitions_status`` does the same for transitions.json.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.benchmark import load_overlap, load_taxonomy
+
+INFO = ("task", "level", "domain", "skills", "overlap_group")
+SCORES = ("completeness", "rubric", "final", "strict_success", "tier")
+PAIR_COLUMNS = ("from", "to", "label", "source")
+
+
+def instance_table(selected: str | Path, taxonomy: str | Path, overlap: str | Path) -> pd.DataFrame:
+    """selected.csv joined with each task's domain, skill tags and overlap group."""
+    table = pd.read_csv(selected, index_col="instance")
+    tasks, groups = load_taxonomy(taxonomy), load_overlap(overlap)
+    table["domain"] = [tasks[task][0] for task in table["task"]]
+    table["skills"] = [tasks[task][1] for task in table["task"]]
+    table["overlap_group"] = [groups.get(task, "unassigned") for task in table["task"]]
+    return table
+
+
+def _read(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def collect(
+    instances: pd.DataFrame, models: Iterable[str], outdir: str | Path, transitions: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The per-instance results and the long table of transition labels of a run.
+
+    ``instances`` is indexed by instance with columns task, level, domain, skills and
+    overlap_group. With ``transitions=False`` no transitions.json is read (every
+    ``transitions_status`` is ``missing``). Every pair a transitions.json lists is
+    taken, whatever its status: a pair whose call failed is not listed.
+    """
+    rows, pairs = [], []
+    for model in models:
+        for instance, info in instances.iterrows():
+            run = Path(outdir) / model / info["task"] / str(instance)
+            score = _read(run / "score.json") or {"status": "missing"}
+            labels = (_read(run / "transitions.json") if transitions else None) or {}
+            ok, keys = score["status"] == "ok", {"model": model, "instance": instance}
+            rows.append(
+                {
+                    **keys,
+                    **{key: info[key] for key in INFO},
+                    "status": score["status"],
+                    "reason": score.get("reason"),
+                    **{key: score.get(key) if ok else None for key in SCORES},
+                    "transitions_status": labels.get("status", "missing"),
+                }
+            )
+            pairs += [
+                {
+                    **keys,
+                    "task": info["task"],
+                    "domain": info["domain"],
+                    **{key: pair.get(key) for key in PAIR_COLUMNS},
+                    "step_pair": f"{pair['from']}→{pair['to']}",
+                }
+                for pair in labels.get("pairs", [])
+            ]
+    results = pd.DataFrame(rows)
+    numeric = ["completeness", "rubric", "final", "tier"]
+    results[numeric] = results[numeric].astype(float)
+    results["strict_success"] = results["strict_success"].astype("boolean")
+    columns = ["model", "instance", "task", "domain", "from", "to", "step_pair", "label", "source"]
+    return results, pd.DataFrame(pairs, columns=columns)

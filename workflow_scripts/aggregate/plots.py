@@ -1,0 +1,82 @@
+"""The paper's figures from the tables, drawn on matplotlib's Agg canvas into PNG files.
+
+Each function writes its figure to ``path`` and returns it (``Figure.axes`` for checks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from workflow_scripts.judge.schemas import LABELS
+
+DPI = 120
+
+
+def _save(fig: Figure, path: str | Path) -> Figure:
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    return fig
+
+
+def final_heatmap(table: pd.DataFrame, path: str | Path) -> Figure:
+    """A domain x level heat map of final per model (final_by_domain_level.csv)."""
+    table = table.astype({"level": str})
+    models, domains, levels = (list(dict.fromkeys(table[c])) for c in ("model", "domain", "level"))
+    size = (1.5 + 0.8 * len(levels) * len(models), 0.8 + 0.5 * len(domains))
+    fig = Figure(figsize=size, layout="constrained")
+    axes = fig.subplots(1, len(models), squeeze=False)[0]
+    for ax, model in zip(axes, models, strict=True):
+        grid = table[table.model == model].pivot(index="domain", columns="level", values="final")
+        values = grid.reindex(index=domains, columns=levels).to_numpy(float)
+        image = ax.imshow(values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for (i, j), value in np.ndenumerate(values):
+            text = "–" if np.isnan(value) else f"{value:.2f}"
+            color = "k" if np.isnan(value) or value > 0.6 else "w"
+            ax.text(j, i, text, ha="center", va="center", color=color, fontsize="small")
+        ax.set(title=model, xlabel="level", xticks=range(len(levels)), xticklabels=levels)
+        ax.set_yticks(range(len(domains)), domains if ax is axes[0] else [])
+    fig.colorbar(image, ax=axes, label="final")
+    return _save(fig, path)
+
+
+def skill_bars(table: pd.DataFrame, path: str | Path) -> Figure:
+    """Final per skill tag, one bar per model with its 95% CI (skills.csv; pooled row left out)."""
+    table = table[table.model != "all"]
+    models, skills = (list(dict.fromkeys(table[c])) for c in ("model", "skill"))
+    width = 0.8 / len(models)
+    fig = Figure(figsize=(2 + 0.3 * len(models) * len(skills), 3.5), layout="constrained")
+    ax = fig.subplots()
+    for k, model in enumerate(models):
+        rows = table[table.model == model].set_index("skill").reindex(skills)
+        error = [rows.final - rows.final_ci_low, rows.final_ci_high - rows.final]
+        x = np.arange(len(skills)) + (k - (len(models) - 1) / 2) * width
+        ax.bar(x, rows.final, width, yerr=error, capsize=2, label=model)
+    ax.set(ylabel="final", ylim=(0, 1))
+    ax.set_xticks(range(len(skills)), skills, rotation=30, ha="right")
+    fig.legend(loc="outside upper center", ncols=min(len(models), 4), fontsize="small")
+    return _save(fig, path)
+
+
+def transition_bars(table: pd.DataFrame, path: str | Path) -> Figure:
+    """Table 7: label percentages stacked per step pair, one panel per model and pooled."""
+    models = list(dict.fromkeys(table["model"]))
+    fig = Figure(figsize=(1 + 3 * max(len(models), 1), 3.5), layout="constrained")
+    if not models:
+        fig.text(0.5, 0.5, "no transition labels", ha="center", va="center")
+        return _save(fig, path)
+    axes = fig.subplots(1, len(models), sharey=True, squeeze=False)[0]
+    for ax, model in zip(axes, models, strict=True):
+        rows = table[table.model == model]
+        bottom = np.zeros(len(rows))
+        for label in LABELS:
+            ax.bar(rows.step_pair, rows[label], bottom=bottom, label=label)
+            bottom += rows[label].to_numpy(float)
+        ax.set(title=model, xlabel="step pair", ylim=(0, 100))
+        ax.tick_params(axis="x", labelrotation=45)
+    axes[0].set_ylabel("% of instances")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(LABELS), fontsize="small")
+    return _save(fig, path)

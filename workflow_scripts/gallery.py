@@ -1,0 +1,210 @@
+"""Contact sheets, a static HTML gallery, and links to the videos.
+
+Everything lives under the outdir and links with relative paths, so the outdir can be
+copied or served as is:
+
+    gallery/index.html                      every model x task, with mean scores
+    gallery/<model>/<task>.html             per instance: final video beside its checkpoints
+    gallery/<model>/sheets/<instance>.png   rows: checkpoints in step order, then "final"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from urllib.parse import quote
+
+import decord
+from PIL import Image, ImageDraw, ImageFont
+
+LABEL_WIDTH, HEADER, GAP = 80, 20, 2  # contact sheet layout (pixels)
+CHECKPOINT = re.compile(r"step(\d+)(_xt)?\.mp4")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (model, instance) under the outdir: `<outdir>/<model>/<task>/<instance>/`."""
+
+    outdir: Path
+    model: str
+    task: str
+    instance: str
+
+    @classmethod
+    def of(cls, outdir: str | Path, video: str | Path) -> Run:
+        """The run whose `video.mp4` is `video`."""
+        model, task, instance = Path(video).relative_to(outdir).parts[:3]
+        return cls(Path(outdir), model, task, instance)
+
+    @property
+    def folder(self) -> Path:
+        return self.outdir / self.model / self.task / self.instance
+
+    @property
+    def sheet(self) -> Path:
+        return self.outdir / "gallery" / self.model / "sheets" / f"{self.instance}.png"
+
+    def videos(self) -> list[tuple[str, Path]]:
+        """(label, path): checkpoints by step (x0 before x_t), then the final video."""
+        return [*checkpoint_videos(self.folder / "denoise"), ("final", self.folder / "video.mp4")]
+
+    def score(self) -> dict | None:
+        """The judge's score.json, when there is one."""
+        path = self.folder / "score.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def checkpoint_videos(folder: Path) -> list[tuple[str, Path]]:
+    """(label, path) of the stepNN[_xt].mp4 videos in `folder`, in step order."""
+    found = [(CHECKPOINT.fullmatch(path.name), path) for path in folder.iterdir()]
+    keys = sorted((int(m[1]), bool(m[2]), path) for m, path in found if m)
+    return [(f"step {step}" + (" x_t" if xt else ""), path) for step, xt, path in keys]
+
+
+def sample_tiles(video: Path, columns: int, width: int, height: int | None = None):
+    """`columns` frames spread evenly from the first to the last, as `width` px tiles
+    (height: the video's aspect unless given), and their times in seconds."""
+    reader = decord.VideoReader(str(video))
+    count, rate = len(reader), reader.get_avg_fps()
+    indices = [round(k * (count - 1) / max(columns - 1, 1)) for k in range(columns)]
+    frames = [Image.fromarray(pixels) for pixels in reader.get_batch(indices).asnumpy()]
+    height = height or round(width * frames[0].height / frames[0].width)
+    return [f.resize((width, height), Image.LANCZOS) for f in frames], [i / rate for i in indices]
+
+
+def contact_sheet(rows: list[tuple[str, Path]], columns: int = 6, width: int = 160) -> Image.Image:
+    """One labelled row of `columns` tiles per (label, video); the last row (the final
+    video) sets the tile height and the times in the column labels."""
+    last, times = sample_tiles(rows[-1][1], columns, width)
+    height = last[0].height
+    tiles = [sample_tiles(video, columns, width, height)[0] for _, video in rows[:-1]] + [last]
+    size = (LABEL_WIDTH + columns * (width + GAP), HEADER + len(rows) * (height + GAP))
+    sheet = Image.new("RGB", size, "white")
+    draw, font = ImageDraw.Draw(sheet), ImageFont.load_default(size=12)
+    for column, time in enumerate(times):
+        x = LABEL_WIDTH + column * (width + GAP) + width // 2
+        draw.text((x, HEADER // 2), f"{time:.2f} s", fill="black", font=font, anchor="mm")
+    for row, ((label, _), frames) in enumerate(zip(rows, tiles, strict=True)):
+        y = HEADER + row * (height + GAP)
+        draw.text((4, y + height // 2), label, fill="black", font=font, anchor="lm")
+        for column, frame in enumerate(frames):
+            sheet.paste(frame, (LABEL_WIDTH + column * (width + GAP), y))
+    return sheet
+
+
+def write_sheets(runs: list[Run], folder: Path, columns: int, width: int) -> None:
+    """A contact sheet `<instance>.png` in `folder` per run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for run in runs:
+        contact_sheet(run.videos(), columns, width).save(folder / f"{run.instance}.png")
+
+
+def link(target: Path, path: Path) -> None:
+    """Make `path` a relative symlink to `target` (the outdir stays movable), or a hard
+    link where the file system refuses symlinks."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    try:
+        path.symlink_to(os.path.relpath(target, path.parent))
+    except OSError:
+        os.link(target, path)
+
+
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 1.5em; }
+td, th { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; }
+section { border-top: 1px solid #ccc; padding: 0.5em 0; }
+.videos { display: flex; flex-wrap: wrap; gap: 0.5em; }
+figure { margin: 0; }
+video { width: 240px; display: block; }
+.error { color: #b00; }
+"""
+
+
+def url(target: Path, page: Path) -> str:
+    """`target` as a link from `page`, escaped for an HTML attribute."""
+    return escape(quote(Path(os.path.relpath(target, page.parent)).as_posix()))
+
+
+def html_page(title: str, body: str) -> str:
+    """A complete page: `title` as its title and heading, then `body` (HTML)."""
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n"
+        f"<body>\n<h1>{escape(title)}</h1>\n{body}\n</body></html>\n"
+    )
+
+
+def score_text(score: dict | None) -> str:
+    """One line: the final score and its parts, the error's reason, or "not judged"."""
+    if score is None:
+        return "not judged"
+    if score["status"] != "ok":
+        return f"error: {score.get('reason', 'unknown')}"
+    strict = ", strict success" if score["strict_success"] else ""
+    return (
+        f"final {score['final']:.3f} (completeness {score['completeness']:.2f}, "
+        f"rubric {score['rubric']:.3f}{strict})"
+    )
+
+
+def task_page(runs: list[Run], page: Path) -> str:
+    """Per instance: its score, the final video then every checkpoint, its contact sheet."""
+    sections = []
+    for run in runs:
+        *checkpoints, final = run.videos()
+        figures = "".join(
+            f'<figure><video controls muted loop preload="metadata" src="{url(video, page)}">'
+            f"</video><figcaption>{escape(label)}</figcaption></figure>"
+            for label, video in [final, *checkpoints]
+        )
+        score = run.score()
+        css = ' class="error"' if score and score["status"] != "ok" else ""
+        sections.append(
+            f'<section id="{escape(run.instance)}"><h2>{escape(run.instance)}</h2>'
+            f"<p{css}>{escape(score_text(score))}</p>"
+            f'<div class="videos">{figures}</div>'
+            f'<p><img src="{url(run.sheet, page)}" alt="contact sheet of '
+            f'{escape(run.instance)}"></p></section>'
+        )
+    back = f'<p><a href="{url(page.parents[1] / "index.html", page)}">all models</a></p>'
+    return html_page(f"{runs[0].model} / {runs[0].task}", back + "\n".join(sections))
+
+
+def index_row(runs: list[Run], page: Path, index: Path) -> str:
+    """A task's row: link, instances, judged (ok), mean final over those, errors."""
+    scores = [run.score() for run in runs]
+    finals = [s["final"] for s in scores if s and s["status"] == "ok"]
+    mean = f"{sum(finals) / len(finals):.3f}" if finals else "-"
+    errors = sum(1 for s in scores if s and s["status"] != "ok")
+    cells = [f'<a href="{url(page, index)}">{escape(runs[0].task)}</a>', len(runs)]
+    cells += [len(finals), mean, errors]
+    return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+
+def write_gallery(runs: list[Run], folder: Path) -> list[Path]:
+    """`index.html` and `<model>/<task>.html` in `folder`; returns the pages written."""
+    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in runs:
+        groups[run.model, run.task].append(run)
+    index, pages, rows = folder / "index.html", [], defaultdict(list)
+    for (model, task), group in groups.items():
+        page = folder / model / f"{task}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(task_page(group, page), encoding="utf-8")
+        pages.append(page)
+        rows[model].append(index_row(group, page, index))
+    columns = ("task", "instances", "judged", "mean final", "errors")
+    header = "<tr>" + "".join(f"<th>{column}</th>" for column in columns) + "</tr>"
+    body = "".join(
+        f"<h2>{escape(model)}</h2><table>{header}{''.join(lines)}</table>"
+        for model, lines in rows.items()
+    )
+    index.write_text(html_page("Gallery", body), encoding="utf-8")
+    return [index, *pages]
