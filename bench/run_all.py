@@ -1,0 +1,121 @@
+"""Run every benchmark and print one table of their headline figures.
+
+Runs bench/dag_scale.py, bench/hook_overhead.py and bench/judge_throughput.py (with `--gpu`
+also bench/gpu_generate.py, which needs a CUDA GPU) one after another, each as a child
+process whose report is passed through; reads each one's last output line (its JSON
+summary) and prints one table: benchmark, figure, value, goal. The last line is one JSON
+object with the same figures. `--quick`: fewer repeats and a smaller judge load. A
+benchmark that fails is reported as such; the exit code is then 1.
+
+    python bench/run_all.py [--quick] [--gpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ARGS = {  # benchmark: (arguments, --quick arguments)
+    "dag_scale": ([], ["--repeats", "1"]),
+    "hook_overhead": ([], ["--repeats", "3"]),
+    "judge_throughput": ([], ["--videos", "8"]),
+    "gpu_generate": ([], ["--steps", "1"]),
+}
+
+
+def run(name: str, quick: bool) -> dict:
+    """Run one benchmark, echoing its report; its last-line JSON summary (or the failure)."""
+    command = [sys.executable, str(BENCH / f"{name}.py"), *ARGS[name][1 if quick else 0]]
+    print(f"\n=== {name}: {' '.join(command[1:])}", flush=True)
+    start = time.perf_counter()
+    last = ""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        for line in process.stdout:
+            print(last, end="", flush=True)  # one line behind: the JSON summary is not echoed
+            last = line
+    seconds = round(time.perf_counter() - start, 1)
+    try:
+        return json.loads(last) | {"wall_s": seconds, "returncode": process.returncode}
+    except json.JSONDecodeError:
+        print(last, end="")
+        return {"wall_s": seconds, "returncode": process.returncode or 1, "error": "no JSON"}
+
+
+def headlines(name: str, summary: dict) -> list[tuple[str, object, str]]:
+    """(figure, value, goal) rows of one benchmark's summary."""
+    if name == "dag_scale":
+        half, full, done = summary["half"], summary["full"], summary["half_done"]
+        return [
+            ("dry run s, half (the study)", half["dry_run_s"], f"<= {summary['goal_half_s']}"),
+            ("dry run s, full", full["dry_run_s"], ""),
+            ("dry run s, half, all outputs exist", done["dry_run_s"], ""),
+            ("jobs per (model, instance)", half["jobs_per_model_instance"], "few"),
+        ]
+    if name == "hook_overhead":
+        return [
+            *[
+                (f"capture ratio, {m}", r["capture_ratio"], "")
+                for m, r in summary["models"].items()
+            ],
+            (
+                "capture ratio, worst family",
+                summary["worst_capture_ratio"],
+                f"<= {summary['goal']}",
+            ),
+            *[
+                (f"capture+decode ratio, {m}", r["capture_decode_ratio"], "")
+                for m, r in summary["models"].items()
+            ],
+        ]
+    if name == "judge_throughput":
+        goal = f">= {summary['goal_efficiency']}"
+        return [
+            *[
+                (f"judge efficiency, concurrency {r['concurrency']}", r["efficiency"], goal)
+                for r in summary["throughput"]
+            ],
+            ("frame extraction speed-up (decord vs ffmpeg)", summary["frames"]["speedup"], ""),
+        ]
+    rows = []  # gpu_generate
+    for model, entry in summary["models"].items():
+        denoiser, vae = entry.get("denoiser", {}), entry.get("vae", {})
+        rows += [
+            (f"s/step, {model}", denoiser.get("s_per_step", denoiser.get("status")), ""),
+            (f"% of peak bf16, {model}", denoiser.get("pct_peak"), ""),
+            (f"peak GiB, {model}", denoiser.get("peak_gib"), ""),
+            (f"VAE decode s, {model}", vae.get("decode_s", vae.get("status")), ""),
+        ]
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller loads")
+    parser.add_argument("--gpu", action="store_true", help="also bench/gpu_generate.py")
+    args = parser.parse_args()
+    names = [name for name in ARGS if args.gpu or name != "gpu_generate"]
+    results = {name: run(name, args.quick) for name in names}
+
+    table: dict[str, dict] = {}
+    print(f"\n{'benchmark':<17}{'figure':<46}{'value':>10}  goal")
+    for name, summary in results.items():
+        if summary["returncode"]:
+            rows = [("FAILED, exit code", summary["returncode"], "")]
+        else:
+            rows = headlines(name, summary)
+        rows.append(("wall s", summary["wall_s"], ""))
+        table[name] = {figure: value for figure, value, _ in rows}
+        for figure, value, goal in rows:
+            shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+            print(f"{name:<17}{figure:<46}{shown:>10}  {goal}")
+    print(json.dumps(table))
+    sys.exit(1 if any(summary["returncode"] for summary in results.values()) else 0)
+
+
+if __name__ == "__main__":
+    main()
