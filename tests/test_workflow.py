@@ -168,3 +168,22 @@ def test_editing_one_model_reruns_only_its_jobs(tmp_path):
     assert videos["tiny_b"].stat().st_mtime_ns > before["tiny_b"]
     meta = json.loads((videos["tiny_b"].parent / "generation.json").read_text())
     assert meta["settings"]["generation"]["guidance_scale"] == 5.0
+
+
+def test_every_family_runs_through_the_generate_rule(tmp_path):
+    models = ["tiny_wan21", "tiny_hunyuan15", "tiny_ltx23", "tiny_vbvr_wan22", "tiny_vbvr_ltx23"]
+    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])
+    config["models"] = models
+    result = snakemake(tmp_path, config, "generate_all")
+    assert result.returncode == 0, result.stdout[-3000:]
+    for model in models:
+        (run,) = (tmp_path / "results" / model / "maze_square").iterdir()
+        meta = json.loads((run / "generation.json").read_text())
+        frames = len(decord.VideoReader(str(run / "video.mp4")))
+        assert frames == meta["frames"] == 9
+        for step in STEPS:
+            assert len(decord.VideoReader(str(run / "denoise" / f"step{step:02d}.mp4"))) == frames
+        lora = meta["lora"]
+        assert (lora is not None) == model.startswith("tiny_vbvr"), model
+        if lora:
+            assert all(c["layers"] > 0 for c in lora["components"].values())
