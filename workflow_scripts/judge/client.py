@@ -19,12 +19,10 @@ from the environment once and appears in no cache file, log record or error mess
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,16 +30,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import jsonschema
-import openai
 import tenacity
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types
 
-try:  # the HTTP library under google-genai >= 3 and openai >= 3
-    from httpx2 import TransportError
-except ImportError:  # older SDKs
-    from httpx import TransportError
+from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: part of the API)
+    BACKENDS,
+    USAGE_KEYS,
+    Fault,
+    JudgeCallError,
+    describe_error,
+    usage_counts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +58,6 @@ DEFAULTS = {
     "media_resolution": None,
     "thinking_level": None,
 }
-USAGE_KEYS = ("prompt", "candidates", "thoughts", "cached", "total")
-BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
 
 
 @dataclass(frozen=True)
@@ -104,208 +100,18 @@ class Reply:
     attempts: int
 
 
-class JudgeCallError(Exception):
-    """A call that failed for good; `reason` says what finally failed."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-class _Fault(Exception):
-    """One failed attempt worth another; `usage` is what it cost, `retry_after` a hint."""
-
-    def __init__(self, reason: str, retry_after: float | None = None, usage: dict | None = None):
-        super().__init__(reason)
-        self.reason, self.retry_after, self.usage = reason, retry_after, usage
-
-
-def _usage(prompt=0, candidates=0, thoughts=0, cached=0, total=0) -> dict:
-    """Token counts under USAGE_KEYS; None (not reported) counts as 0."""
-    counts = (prompt, candidates, thoughts, cached, total)
-    return {key: count or 0 for key, count in zip(USAGE_KEYS, counts, strict=True)}
-
-
-def _name(value) -> str:
-    return str(getattr(value, "value", value))
-
-
-def _retry_hint(headers, body) -> float | None:
-    """Seconds the server asked to wait: Retry-After, Gemini's RetryInfo, or 'retry in Xs'."""
-    text = body if isinstance(body, str) else json.dumps(body, default=str)
-    sources = (
-        (r"^\s*(\d+(?:\.\d+)?)\s*$", (headers or {}).get("retry-after", "")),
-        (r'"retryDelay":\s*"(\d+(?:\.\d+)?)s"', text),
-        (r"retry in (\d+(?:\.\d+)?)\s*s", text),
-    )
-    for pattern, source in sources:
-        if match := re.search(pattern, source, re.IGNORECASE):
-            return float(match[1])
-    return None
-
-
-def _describe(error: Exception) -> str:
-    """'ReadTimeout: timed out', or the bare class name when the message is empty."""
-    return f"{type(error).__name__}: {error}".rstrip(": ")
-
-
-def _http_fault(code: int, message: str, hint: float | None) -> Exception:
-    reason = f"HTTP {code}: {message}"[:300]
-    return _Fault(reason, hint) if code in (408, 429) or code >= 500 else JudgeCallError(reason)
-
-
 def _check(data, schema: dict, validate: Callable[[dict], None] | None) -> None:
     # No meta-schema check per call (jsonschema.validate's cost): schemas are code.
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         where = "/".join(map(str, error.absolute_path)) or "reply"
-        raise _Fault(f"reply does not match the schema at {where}: {error.message}")
+        raise Fault(f"reply does not match the schema at {where}: {error.message}")
     if validate is not None:
         try:
             validate(data)
         except ValueError as error:
-            raise _Fault(f"reply rejected: {error}") from error
-
-
-class _Gemini:
-    """Gemini's API through google-genai (or any server speaking its REST protocol)."""
-
-    SETTINGS = ("temperature", "media_resolution", "thinking_level")
-
-    def __init__(self, config: dict, key: str):
-        self.model = config["model"]
-        options = types.HttpOptions(
-            base_url=config["base_url"],
-            api_version="v1beta",
-            timeout=round(config["timeout_s"] * 1000),
-            retry_options=None,
-        )
-        self.client = genai.Client(api_key=key, http_options=options)
-        resolution, thinking = config["media_resolution"], config["thinking_level"]
-        self.settings = {
-            "response_mime_type": "application/json",
-            "temperature": config["temperature"],
-            "media_resolution": f"MEDIA_RESOLUTION_{resolution.upper()}" if resolution else None,
-            "thinking_config": types.ThinkingConfig(thinking_level=thinking.upper())
-            if thinking
-            else None,
-        }
-
-    async def generate(self, request: Request) -> tuple[str, dict]:
-        contents = [
-            types.Part.from_text(text=part.text)
-            if part.image is None
-            else types.Part.from_bytes(data=part.image, mime_type="image/jpeg")
-            for part in request.parts
-        ]
-        config = types.GenerateContentConfig(
-            **self.settings, response_json_schema=request.schema, system_instruction=request.system
-        )
-        try:
-            response = await self.client.aio.models.generate_content(
-                model=self.model, contents=contents, config=config
-            )
-        except genai_errors.APIError as error:
-            headers = error.response.headers if error.response is not None else {}
-            hint = _retry_hint(headers, error.details)
-            raise _http_fault(error.code, error.message or _name(error.status), hint) from error
-        except TransportError as error:
-            raise _Fault(f"transport error: {_describe(error)}") from error
-        meta = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
-        usage = _usage(
-            meta.prompt_token_count,
-            meta.candidates_token_count,
-            meta.thoughts_token_count,
-            meta.cached_content_token_count,
-            meta.total_token_count,
-        )
-        feedback = response.prompt_feedback
-        if feedback is not None and feedback.block_reason:
-            raise _Fault(f"blocked: {_name(feedback.block_reason)}", usage=usage)
-        if not response.candidates:
-            raise _Fault("empty candidate list", usage=usage)
-        candidate = response.candidates[0]
-        finish = _name(candidate.finish_reason or "STOP")
-        if finish != "STOP":
-            prefix = "blocked" if finish in BLOCKED else "finish_reason"
-            raise _Fault(f"{prefix}: {finish}", usage=usage)
-        parts = candidate.content.parts if candidate.content and candidate.content.parts else []
-        return "".join(part.text for part in parts if part.text and not part.thought), usage
-
-    async def aclose(self) -> None:
-        await self.client.aio.aclose()
-
-
-class _OpenAI:
-    """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang ...).
-
-    Replies are constrained with `response_format` json_schema, which vLLM enforces by
-    guided decoding (json_object would only ask for some JSON).
-    """
-
-    SETTINGS = ("temperature",)
-
-    def __init__(self, config: dict, key: str):
-        self.model, self.temperature = config["model"], config["temperature"]
-        self.client = openai.AsyncOpenAI(
-            api_key=key, base_url=config["base_url"], max_retries=0, timeout=config["timeout_s"]
-        )
-
-    async def generate(self, request: Request) -> tuple[str, dict]:
-        content = [
-            {"type": "text", "text": part.text}
-            if part.image is None
-            else {"type": "image_url", "image_url": {"url": _data_url(part.image)}}
-            for part in request.parts
-        ]
-        messages = [{"role": "system", "content": request.system}] if request.system else []
-        messages.append({"role": "user", "content": content})
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": request.kind, "schema": request.schema},
-        }
-        extra = {} if self.temperature is None else {"temperature": self.temperature}
-        try:
-            response = await self.client.chat.completions.create(
-                model=self.model, messages=messages, response_format=response_format, **extra
-            )
-        except openai.APIStatusError as error:
-            body = error.body
-            message = body.get("message") if isinstance(body, dict) else None
-            hint = _retry_hint(error.response.headers, body)
-            raise _http_fault(error.status_code, message or error.message, hint) from error
-        except openai.APIConnectionError as error:
-            raise _Fault(f"transport error: {_describe(error.__cause__ or error)}") from error
-        meta = response.usage
-        usage = _usage()
-        if meta is not None:
-            completion, prompt = meta.completion_tokens_details, meta.prompt_tokens_details
-            usage = _usage(
-                meta.prompt_tokens,
-                meta.completion_tokens,
-                completion and completion.reasoning_tokens,
-                prompt and prompt.cached_tokens,
-                meta.total_tokens,
-            )
-        if not response.choices:
-            raise _Fault("empty candidate list", usage=usage)
-        choice = response.choices[0]
-        if choice.finish_reason == "content_filter" or choice.message.refusal:
-            raise _Fault(f"blocked: {choice.finish_reason}", usage=usage)
-        if choice.finish_reason not in (None, "stop"):
-            raise _Fault(f"finish_reason: {choice.finish_reason}", usage=usage)
-        return choice.message.content or "", usage
-
-    async def aclose(self) -> None:
-        await self.client.close()
-
-
-def _data_url(jpeg: bytes) -> str:
-    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
-
-
-BACKENDS = {"gemini": _Gemini, "openai": _OpenAI}
+            raise Fault(f"reply rejected: {error}") from error
 
 
 class VLMClient:
@@ -400,7 +206,7 @@ class VLMClient:
 
     async def _call(self, request: Request, validate) -> Reply:
         semaphore, backend = self._bind()
-        usage, attempts = _usage(), 0
+        usage, attempts = usage_counts(), 0
 
         async def attempt() -> dict:
             nonlocal attempts
@@ -413,10 +219,10 @@ class VLMClient:
                 try:
                     data = json.loads(text)
                 except ValueError as error:
-                    raise _Fault("reply is not valid JSON") from error
+                    raise Fault("reply is not valid JSON") from error
                 _check(data, request.schema, validate)
                 return data
-            except _Fault as fault:
+            except Fault as fault:
                 for key in USAGE_KEYS:
                     usage[key] += (fault.usage or {}).get(key, 0)
                 raise
@@ -424,13 +230,13 @@ class VLMClient:
         retrying = tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(self.config["max_attempts"]),
             wait=self._wait,
-            retry=tenacity.retry_if_exception_type(_Fault),
+            retry=tenacity.retry_if_exception_type(Fault),
             before_sleep=lambda state: self._log_retry(request.kind, state),
             reraise=True,
         )
         try:
             data = await retrying(attempt)
-        except (_Fault, JudgeCallError) as error:
+        except (Fault, JudgeCallError) as error:
             reason = self._redact(f"{error} (after {attempts} attempt(s))")
             log.warning("judge %s: failed: %s", request.kind, reason)
             raise JudgeCallError(reason) from None
@@ -466,7 +272,7 @@ class VLMClient:
             _check(record["data"], request.schema, validate)
         except FileNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError, _Fault) as error:
+        except (ValueError, KeyError, TypeError, Fault) as error:
             log.warning("judge %s: ignoring cache entry %s (%s)", request.kind, path, error)
             return None
         return Reply(data=record["data"], usage=record["usage"], cached=True, attempts=0)
