@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from tests.fake_vlm import Received
@@ -46,9 +47,10 @@ class Judge:
             return {"tier": self.tier, "reasoning": "scripted"}
         if what.startswith("window"):
             shown = [index for index, _ in frames_of(received)]
+            seen = hashlib.sha256(received.images[0]).hexdigest()[:8]  # the instance's image
             cited = shown[1:] if shown[0] in self.bad_windows else shown
             return {
-                "evaluations": [{"frame_indices": cited, "comment": f"scripted {what}"}],
+                "evaluations": [{"frame_indices": cited, "comment": f"scripted {what} of {seen}"}],
                 "frames_to_inspect_closely": self.nominate if what == "window1" else [],
             }
         k = received.schema["properties"]["checklist"]["minItems"]
