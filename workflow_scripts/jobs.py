@@ -6,11 +6,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from workflow_scripts.files import write_json
 
 
 @contextlib.contextmanager
@@ -58,13 +59,6 @@ def generate_job(smk) -> None:
             out_dir=Path(smk.output.video).parent,
         )
         print(json.dumps(meta["seconds"]))
-
-
-def write_json(path: str | Path, document: dict) -> None:
-    """Write `document` to `path` atomically: a temporary file, then a rename."""
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def judge_job(smk) -> None:

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from vgi_models.video import checkpoint_name
-from workflow_scripts.jobs import job_log, write_json
+from workflow_scripts.files import write_json
+from workflow_scripts.jobs import job_log
 from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
 from workflow_scripts.judge.schemas import LABELS, TRANSITION
 from workflow_scripts.judge.settings import Protocol

@@ -23,7 +23,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -32,6 +31,7 @@ from pathlib import Path
 import jsonschema
 import tenacity
 
+from workflow_scripts.files import write_json
 from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: part of the API)
     BACKENDS,
     USAGE_KEYS,
@@ -288,14 +288,4 @@ class VLMClient:
             "attempts": reply.attempts,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp"
-        )
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(record, out, indent=1)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_json(path, record, indent=1)
