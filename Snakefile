@@ -36,5 +36,5 @@ rule all:
         judge_targets(rules.transitions_all.input),
         judge_targets(rules.label_agreement.output if TRANSITIONS.human else []),
         judge_targets(rules.plots.output),
-        rules.gallery.output,
-        rules.export_official.output,
+        rules.gallery.output.index,
+        rules.export_official_all.input,

@@ -45,13 +45,18 @@ rule gallery:
 
 rule export_official:
     input:
-        videos=per_instance(f"{RUN}/video.mp4"),
+        videos=model_runs(f"{RUN}/video.mp4"),
     output:
-        per_instance(f"{OUT}/eval_res/{{model}}/{{task}}/{{model}}_{{instance}}.mp4"),
+        directory(f"{OUT}/eval_res/{{model}}"),
     log:
-        f"{OUT}/logs/export_official.log",
+        f"{OUT}/logs/export_official/{{model}}.log",
     localrule: True
     conda:
         "../envs/analysis.yaml"
     script:
         "../workflow_scripts/entry/export_official.py"
+
+
+rule export_official_all:
+    input:
+        expand(rules.export_official.output, model=STUDY.models),

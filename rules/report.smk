@@ -5,7 +5,7 @@ rule tables:
     input:
         scores=per_instance(f"{RUN}/score.json"),
         transitions=per_instance(f"{RUN}/transitions.json"),
-        selected=rules.select_instances.output[0],
+        selected=f"{OUT}/instances/selected.csv",
         taxonomy=config["benchmark"]["taxonomy"],
         overlap=config["benchmark"]["overlap"],
     output:

@@ -29,8 +29,10 @@ def gallery_job(smk) -> None:
 
 
 def export_official_job(smk) -> None:
-    """Rule `export_official`: link each video to its name in the official judge's layout."""
+    """Rule `export_official`: link each of one model's videos to its name in the official
+    judge's layout, `<model>/<task>/<model>_<instance>.mp4` under the job's folder."""
+    folder = Path(smk.output[0])
     with job_log(smk):
-        for video, path in zip(smk.input.videos, smk.output, strict=True):
-            link(Path(video), Path(path))
-        print(f"{len(smk.output)} videos linked")
+        for run in runs_of(smk):
+            link(run.folder / "video.mp4", folder / run.task / f"{run.model}_{run.instance}.mp4")
+        print(f"{len(smk.input.videos)} videos linked")
