@@ -1,9 +1,12 @@
 import functools
 import os
+import shlex
+import sys
 
 import yaml
 from snakemake.exceptions import WorkflowError
 
+import workflow_scripts
 from workflow_scripts.study import StudyError, load_study
 
 OUT = config["outdir"]
@@ -28,6 +31,19 @@ wildcard_constraints:
     model="|".join(STUDY.models),
     task="[A-Za-z0-9_]+",
     instance="[^/]+",
+
+
+def literal(text):
+    """`text` as one word of a `shell:` command: shell-quoted, braces kept from Snakemake."""
+    return shlex.quote(str(text)).replace("{", "{{").replace("}", "}}")
+
+
+# The per-instance rules call their entry points as shell commands, not `script:`:
+# Snakemake prepares a script job's source while it builds the DAG, about a fifth of a
+# paper-size dry run. A deployed env (conda, container) brings its own `python`.
+PYTHON = "python" if workflow.deployment_settings.deployment_method else sys.executable
+ENTRY_DIR = os.path.join(os.path.dirname(workflow_scripts.__file__), "entry")
+ENTRY = f"{literal(PYTHON)} {literal(ENTRY_DIR)}"
 
 
 def per_instance(pattern):

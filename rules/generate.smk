@@ -33,8 +33,11 @@ rule generate:
     params:
         settings=lambda w: GENERATION_PARAMS[w.model],
         prompt=lambda w: PROMPT[w.instance],
-    script:
-        "../workflow_scripts/entry/generate.py"
+    shell:
+        f"{ENTRY}/generate.py --registry {literal(config['model_registry'])} "
+        "--model {wildcards.model} --settings {params.settings:q} --threads {threads} "
+        "--image {input.image:q} --prompt {params.prompt:q} --video {output.video:q} "
+        "> {log:q} 2>&1"
 
 
 rule generate_all:

@@ -1,6 +1,14 @@
+import json
+
 from workflow_scripts.judge.settings import instance_params, judge_params
 
 JUDGE_PARAMS = judge_params(config["judge"])
+# How the VLM entries call the judge (backend, the key's variable, pacing: no reruns) and
+# where they cache its answers.
+JUDGE_CACHE = f"{OUT}/cache/judge"
+JUDGE_CLIENT = (
+    f"--client {literal(json.dumps(config['judge']))} --cache {literal(JUDGE_CACHE)}"
+)
 JUDGE_INSTANCE = INSTANCES.apply(instance_params, axis=1).to_dict()
 GT_IMAGE = INSTANCES["gt_image"].to_dict()
 
@@ -24,8 +32,12 @@ rule judge:
     params:
         judge=JUDGE_PARAMS,
         instance=lambda w: JUDGE_INSTANCE[w.instance],
-    script:
-        "../workflow_scripts/entry/judge.py"
+    shell:
+        f"{ENTRY}/judge.py {JUDGE_CLIENT} "
+        "--video {input.video:q} --image {input.image:q} --gt={input.gt:q} "
+        "--judge {params.judge:q} --instance {params.instance:q} "
+        "--completeness {output.completeness:q} --rubric {output.rubric:q} "
+        "--score {output.score:q} > {log:q} 2>&1"
 
 
 rule judge_all:

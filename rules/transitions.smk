@@ -26,8 +26,12 @@ rule label_transitions:
         judge=JUDGE_PARAMS,
         instance=lambda w: JUDGE_INSTANCE[w.instance],
         human=lambda w: TRANSITIONS.human_params(w.model, w.instance),
-    script:
-        "../workflow_scripts/entry/label_transitions.py"
+    shell:
+        f"{ENTRY}/label_transitions.py {JUDGE_CLIENT} "
+        "--denoise {input.denoise:q} --image {input.image:q} --gt={input.gt:q} "
+        "--transitions {params.transitions:q} --judge {params.judge:q} "
+        "--instance {params.instance:q} --human {params.human:q} --output {output:q} "
+        "> {log:q} 2>&1"
 
 
 rule transitions_all:

@@ -1,17 +1,26 @@
-"""The bodies of the rules' scripts: unpack the Snakemake job, call the packages, log."""
+"""The bodies of the rules' entry points: unpack the job, call the packages, log.
+
+`script:` entries get Snakemake's job object; the per-instance rules (`generate`, `judge`,
+`label_transitions`) are shell commands whose options name the job's files and params.
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
 import logging
+import sys
+from argparse import Namespace
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from workflow_scripts.files import write_json
+
+JUDGE_DOCUMENTS = ("completeness", "rubric", "score")  # the judge's outputs, one option each
 
 
 @contextlib.contextmanager
@@ -31,64 +40,75 @@ def job_log(smk):
             logging.getLogger().removeHandler(handler)
 
 
-def generate_job(smk) -> None:
+def shell_job(argv: list[str], required: list[str], optional: list[str] = ()) -> Namespace:
+    """Set up a shell entry's job: its `--name value` options (each of `required` must be
+    given, `optional` ones default to ""), and logging to stderr, which the rule redirects
+    to the job's log file together with stdout."""
+    parser = argparse.ArgumentParser(prog=Path(sys.argv[0]).name)
+    for name in required:
+        parser.add_argument(f"--{name}", required=True)
+    for name in optional:
+        parser.add_argument(f"--{name}", default="")
+    logging.basicConfig(stream=sys.stderr, format="%(message)s")
+    return parser.parse_args(argv)
+
+
+def generate_job(argv: list[str]) -> None:
     """Rule `generate`: run one model on one instance with the settings carried in params.
 
     How the model runs (`runtime`: offload, tiling, attention) is read from the registry
     when the job starts: it does not change the video, so it is not a param (no reruns).
     """
+    job = shell_job(argv, ["model", "settings", "registry", "image", "prompt", "video", "threads"])
     import torch
 
     from vgi_models.generate import generate
     from vgi_models.registry import load_registry
 
-    model = smk.wildcards.model
-    settings = json.loads(smk.params.settings)
+    settings = json.loads(job.settings)
     denoise = settings.pop("denoise")
-    with open(smk.config["model_registry"], encoding="utf-8") as registry:
-        settings["runtime"] = yaml.safe_load(registry)[model].get("runtime", {})
-    spec = load_registry({model: settings})[model]
-    with job_log(smk):
-        torch.set_num_threads(smk.threads)
-        meta = generate(
-            spec,
-            image=smk.input.image,
-            prompt=smk.params.prompt,
-            steps=denoise["steps"],
-            decode=denoise["decode"],
-            out_dir=Path(smk.output.video).parent,
-        )
-        print(json.dumps(meta["seconds"]))
+    with open(job.registry, encoding="utf-8") as registry:
+        settings["runtime"] = yaml.safe_load(registry)[job.model].get("runtime", {})
+    spec = load_registry({job.model: settings})[job.model]
+    torch.set_num_threads(int(job.threads))
+    meta = generate(
+        spec,
+        image=job.image,
+        prompt=job.prompt,
+        steps=denoise["steps"],
+        decode=denoise["decode"],
+        out_dir=Path(job.video).parent,
+    )
+    print(json.dumps(meta["seconds"]))
 
 
-def judge_job(smk) -> None:
-    """Rule `judge`: score one video with the VLM judge; calls are cached under the outdir.
+def judge_job(argv: list[str]) -> None:
+    """Rule `judge`: score one video with the VLM judge; calls are cached in `--cache`.
 
     A judge call that failed after retries leaves score.json with status `error` (the job
     itself succeeds); `--forcerun judge` retries, paying only for calls not yet cached.
     """
+    names = ["video", "image", "judge", "instance", "client", "cache"]
+    job = shell_job(argv, [*names, *JUDGE_DOCUMENTS], optional=["gt"])
     from workflow_scripts.judge.client import VLMClient
     from workflow_scripts.judge.protocol import judge_video
     from workflow_scripts.judge.settings import Protocol
 
-    settings = json.loads(smk.params.judge)
-    instance = json.loads(smk.params.instance)
-    instance.update(image=smk.input.image, gt_image=smk.input.get("gt") or None)
-    cache = Path(smk.config["outdir"]) / "cache" / "judge"
-    protocol = Protocol(**settings["protocol"])
+    instance = json.loads(job.instance)
+    instance.update(image=job.image, gt_image=job.gt or None)
+    protocol = Protocol(**json.loads(job.judge)["protocol"])
 
     async def judge() -> dict:
-        async with VLMClient.from_config(smk.config["judge"], cache) as client:
-            return await judge_video(client, instance, Path(smk.input.video), protocol)
+        async with VLMClient.from_config(json.loads(job.client), job.cache) as client:
+            return await judge_video(client, instance, Path(job.video), protocol)
 
-    with job_log(smk):
-        logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
-        documents = asyncio.run(judge())
-        for name in ("completeness", "rubric", "score"):
-            write_json(smk.output[name], documents[name])
-        score = documents["score"]
-        keys = ("status", "reason", "final", "calls", "cached_calls")
-        print(json.dumps({key: score[key] for key in keys if key in score}))
+    logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
+    documents = asyncio.run(judge())
+    for name in JUDGE_DOCUMENTS:
+        write_json(getattr(job, name), documents[name])
+    score = documents["score"]
+    keys = ("status", "reason", "final", "calls", "cached_calls")
+    print(json.dumps({key: score[key] for key in keys if key in score}))
 
 
 def select_instances_job(smk) -> None:

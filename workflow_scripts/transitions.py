@@ -30,7 +30,7 @@ import pandas as pd
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.files import write_json
-from workflow_scripts.jobs import job_log
+from workflow_scripts.jobs import job_log, shell_job
 from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
 from workflow_scripts.judge.schemas import LABELS, TRANSITION
 from workflow_scripts.judge.settings import Protocol
@@ -276,38 +276,38 @@ def agreement(pairs: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     return matrix, float((np.trace(counts) / n - expected) / (1 - expected))
 
 
-def label_transitions_job(smk) -> None:
-    """Rule `label_transitions`: label one video's checkpoint pairs; calls cached under the outdir.
+def label_transitions_job(argv: list[str]) -> None:
+    """Rule `label_transitions`: label one video's checkpoint pairs; calls cached in `--cache`.
 
     A call that failed after retries leaves transitions.json with status `error` (the job
     itself succeeds); `--forcerun label_transitions` retries, paying only for new calls.
     """
+    names = ["denoise", "image", "output", "transitions", "judge", "instance", "human"]
+    job = shell_job(argv, [*names, "client", "cache"], optional=["gt"])
     from workflow_scripts.judge.client import VLMClient
 
-    settings = json.loads(smk.params.transitions)
-    instance = json.loads(smk.params.instance)
-    instance.update(image=smk.input.image, gt_image=smk.input.get("gt") or None)
-    protocol = Protocol(**json.loads(smk.params.judge)["protocol"])
-    cache = Path(smk.config["outdir"]) / "cache" / "judge"
+    settings = json.loads(job.transitions)
+    instance = json.loads(job.instance)
+    instance.update(image=job.image, gt_image=job.gt or None)
+    protocol = Protocol(**json.loads(job.judge)["protocol"])
 
     async def label() -> dict:
-        async with VLMClient.from_config(smk.config["judge"], cache) as client:
+        async with VLMClient.from_config(json.loads(job.client), job.cache) as client:
             return await label_pairs(
                 client,
                 instance,
-                Path(smk.input.denoise),
+                Path(job.denoise),
                 [tuple(pair) for pair in settings["pairs"]],
-                json.loads(smk.params.human),
+                json.loads(job.human),
                 settings["frames_per_checkpoint"],
                 protocol,
             )
 
-    with job_log(smk):
-        logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
-        document = asyncio.run(label())
-        write_json(smk.output[0], document)
-        keys = ("status", "reason", "calls", "cached_calls")
-        print(json.dumps({key: document[key] for key in keys if key in document}))
+    logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
+    document = asyncio.run(label())
+    write_json(job.output, document)
+    keys = ("status", "reason", "calls", "cached_calls")
+    print(json.dumps({key: document[key] for key in keys if key in document}))
 
 
 def export_label_sheet_job(smk) -> None:

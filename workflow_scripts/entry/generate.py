@@ -1,10 +1,10 @@
-"""Snakemake entry of rule `generate`: one model on one instance."""
+"""Shell entry of rule `generate`: one model on one instance."""
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the workflow's packages
 
 from workflow_scripts.jobs import generate_job  # noqa: E402
 
-generate_job(snakemake)
+generate_job(sys.argv[1:])
