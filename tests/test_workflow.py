@@ -187,3 +187,32 @@ def test_every_family_runs_through_the_generate_rule(tmp_path):
         assert (lora is not None) == model.startswith("tiny_vbvr"), model
         if lora:
             assert all(c["layers"] > 0 for c in lora["components"].values())
+
+
+def test_shell_entries_pass_awkward_text_and_paths_unchanged(tmp_path):
+    """The per-instance rules are shell commands: a prompt with quotes, `$`, braces and a
+    newline, and spaces, `$` and quotes in the paths (braces too in the registry's) reach
+    the job as they are."""
+    folder = tmp_path / "a dir $HOME 'q'"
+    root = folder / "bench"
+    shutil.copytree(REPO / "tasks" / "examples" / "maze_square", root / "maze_square")
+    prompt = 'Move the dot\'s "path" $(echo no) `id` {instance} {{x}} 100%\nthen stop; & | >'
+    (root / "maze_square/prompt/video_gen_prompt/maze_square.txt").write_text(prompt)
+    registry = folder / "models {m}.yaml"
+    shutil.copy(REPO / "config" / "models.yaml", registry)
+    config = default_config(tmp_path, root=str(root), tasks=["maze_square"], levels=[1])
+    config["model_registry"], config["outdir"] = str(registry), str(folder / "out $x")
+    result = snakemake(tmp_path, config, "generate_all")
+    assert result.returncode == 0, result.stdout[-3000:]
+    (run,) = (folder / "out $x" / "tiny_wan22" / "maze_square").iterdir()
+    assert json.loads((run / "generation.json").read_text())["prompt"] == prompt
+    assert len(decord.VideoReader(str(run / "video.mp4"))) == 9
+
+
+def test_braces_in_outdir_or_root_name_the_key(tmp_path):
+    for key, config in [
+        ("outdir", {**default_config(tmp_path), "outdir": str(tmp_path / "out{x}")}),
+        ("root", default_config(tmp_path, root=str(tmp_path / "bench{x}"))),
+    ]:
+        result = snakemake(tmp_path, config, "-n")
+        assert result.returncode != 0 and f"['{key}']" in result.stdout, result.stdout[-2000:]
