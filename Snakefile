@@ -27,13 +27,11 @@ include: "rules/report.smk"
 include: "rules/gallery.smk"
 
 
+# The study's products; every video, score and transition label comes in through them.
 rule all:
     default_target: True
     input:
         rules.select_instances.output,
-        rules.generate_all.input,
-        judge_targets(rules.judge_all.input),
-        judge_targets(rules.transitions_all.input),
         judge_targets(rules.label_agreement.output if TRANSITIONS.human else []),
         judge_targets(rules.plots.output),
         rules.gallery.output.index,

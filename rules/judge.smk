@@ -19,8 +19,7 @@ rule judge:
         image=lambda w: IMAGE[w.instance],
         gt=lambda w: GT_IMAGE[w.instance] or [],
     output:
-        completeness=f"{RUN}/judge/completeness.json",
-        rubric=f"{RUN}/judge/rubric.json",
+        passes=directory(f"{RUN}/judge"),  # completeness.json, rubric.json
         score=f"{RUN}/score.json",
     log:
         f"{OUT}/logs/judge/{{model}}/{{task}}/{{instance}}.log",
@@ -36,8 +35,7 @@ rule judge:
         f"{ENTRY}/judge.py {JUDGE_CLIENT} "
         "--video {input.video:q} --image {input.image:q} --gt={input.gt:q} "
         "--judge {params.judge:q} --instance {params.instance:q} "
-        "--completeness {output.completeness:q} --rubric {output.rubric:q} "
-        "--score {output.score:q} > {log:q} 2>&1"
+        "--passes {output.passes:q} --score {output.score:q} > {log:q} 2>&1"
 
 
 rule judge_all:

@@ -20,8 +20,6 @@ import yaml
 
 from workflow_scripts.files import write_json
 
-JUDGE_DOCUMENTS = ("completeness", "rubric", "score")  # the judge's outputs, one option each
-
 
 @contextlib.contextmanager
 def job_log(smk):
@@ -84,12 +82,13 @@ def generate_job(argv: list[str]) -> None:
 
 def judge_job(argv: list[str]) -> None:
     """Rule `judge`: score one video with the VLM judge; calls are cached in `--cache`.
+    The completeness and rubric passes go to the folder `--passes`, the score to `--score`.
 
     A judge call that failed after retries leaves score.json with status `error` (the job
     itself succeeds); `--forcerun judge` retries, paying only for calls not yet cached.
     """
-    names = ["video", "image", "judge", "instance", "client", "cache"]
-    job = shell_job(argv, [*names, *JUDGE_DOCUMENTS], optional=["gt"])
+    names = ["video", "image", "judge", "instance", "client", "cache", "passes", "score"]
+    job = shell_job(argv, names, optional=["gt"])
     from workflow_scripts.judge.client import VLMClient
     from workflow_scripts.judge.protocol import judge_video
     from workflow_scripts.judge.settings import Protocol
@@ -104,8 +103,9 @@ def judge_job(argv: list[str]) -> None:
 
     logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
     documents = asyncio.run(judge())
-    for name in JUDGE_DOCUMENTS:
-        write_json(getattr(job, name), documents[name])
+    for name in ("completeness", "rubric"):
+        write_json(Path(job.passes) / f"{name}.json", documents[name])
+    write_json(job.score, documents["score"])
     score = documents["score"]
     keys = ("status", "reason", "final", "calls", "cached_calls")
     print(json.dumps({key: score[key] for key in keys if key in score}))
