@@ -1,6 +1,7 @@
 import os
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -10,10 +11,17 @@ min_version("9.0")
 sys.path.insert(0, workflow.basedir)
 
 
+from workflow_scripts.schema import SchemaError, check
+
+
 configfile: os.path.join(workflow.basedir, "config/config.yaml")
 
 
-validate(config, "config/schemas/config.schema.yaml")
+try:
+    check(config, os.path.join(workflow.basedir, "config/schemas/config.schema.yaml"))
+except SchemaError as err:
+    raise WorkflowError(str(err)) from None
+validate(config, "config/schemas/config.schema.yaml")  # fills in the defaults
 
 
 report: "report/workflow.rst"
@@ -36,3 +44,12 @@ rule all:
         judge_targets(rules.plots.output),
         rules.gallery.output.index,
         rules.export_official_all.input,
+
+
+# One line on the judge's outputs at the end of a run that wrote any.
+onsuccess:
+    report_judge_errors()
+
+
+onerror:
+    report_judge_errors()

@@ -1,20 +1,31 @@
 import functools
+import json
 import os
-import shlex
 import sys
+import time
 
 import yaml
 from snakemake.exceptions import WorkflowError
 
 import workflow_scripts
+from workflow_scripts.judge.summary import judge_errors_line
+from workflow_scripts.schema import SchemaError, check
 from workflow_scripts.study import StudyError, load_study
 
+RUN_STARTED = time.time()
 OUT = config["outdir"]
 RUN = f"{OUT}/{{model}}/{{task}}/{{instance}}"
 
 with open(config["model_registry"], encoding="utf-8") as registry_file:
     REGISTRY = yaml.safe_load(registry_file)
-validate(REGISTRY, "../config/schemas/models.schema.yaml")
+try:
+    schema = os.path.join(
+        workflow.current_basedir, "../config/schemas/models.schema.yaml"
+    )
+    check(REGISTRY, schema, config["model_registry"])
+except SchemaError as err:
+    raise WorkflowError(str(err)) from None
+validate(REGISTRY, "../config/schemas/models.schema.yaml")  # fills in the defaults
 
 try:
     STUDY = load_study(config, REGISTRY)
@@ -33,17 +44,20 @@ wildcard_constraints:
     instance="[^/]+",
 
 
-def literal(text):
-    """`text` as one word of a `shell:` command: shell-quoted, braces kept from Snakemake."""
-    return shlex.quote(str(text)).replace("{", "{{").replace("}", "}}")
-
-
 # The per-instance rules call their entry points as shell commands, not `script:`:
 # Snakemake prepares a script job's source while it builds the DAG, about a fifth of a
-# paper-size dry run. A deployed env (conda, container) brings its own `python`.
-PYTHON = "python" if workflow.deployment_settings.deployment_method else sys.executable
-ENTRY_DIR = os.path.join(os.path.dirname(workflow_scripts.__file__), "entry")
-ENTRY = f"{literal(PYTHON)} {literal(ENTRY_DIR)}"
+# paper-size dry run. Snakemake reruns a job whose command text changed, so the text holds
+# no interpreter path, checkout location or registry path: they reach the command as
+# environment variables (a deployed env brings its own `python`; a SLURM job parses this
+# file again and sets them there).
+os.environ.update(
+    VGI_PYTHON=(
+        "python" if workflow.deployment_settings.deployment_method else sys.executable
+    ),
+    VGI_ENTRY=os.path.join(os.path.dirname(workflow_scripts.__file__), "entry"),
+    VGI_REGISTRY=config["model_registry"],
+)
+ENTRY = '"$VGI_PYTHON" "$VGI_ENTRY"'
 
 
 def per_instance(pattern):
@@ -70,19 +84,39 @@ def model_runs(pattern):
 
 @functools.cache
 def judge_enabled():
-    """Whether the VLM stages run (`judge.enabled`; `auto`: when its API key is set)."""
+    """Whether the VLM stages run (`judge.enabled`; `auto`: when its API key is set).
+    Enabled without a key is an error before any job."""
     judge = config["judge"]
-    enabled = judge["enabled"]
+    enabled, variable = judge["enabled"], judge["api_key_env"]
+    has_key = bool(os.environ.get(variable, "").strip())
     if enabled == "auto":
-        enabled = bool(os.environ.get(judge["api_key_env"]))
+        enabled = has_key
         if not enabled and workflow.is_main_process:
             logger.info(
-                f"Judge stages left out: set ${judge['api_key_env']} (the judge's API key), "
+                f"Judge stages left out: set ${variable} (the judge's API key), "
                 "or judge.enabled: true, to run them."
             )
+    elif enabled and not has_key and workflow.is_main_process:
+        raise WorkflowError(
+            f"judge.enabled is true, but ${variable} (the judge's API key, named by "
+            "judge.api_key_env) is not set."
+        )
     return enabled
 
 
 def judge_targets(targets):
     """`targets` when the VLM stages run, else none."""
     return targets if judge_enabled() else []
+
+
+def report_judge_errors():
+    """Log how many scores and transition labels are errors, when this run wrote any."""
+    if judge_enabled():
+        line = judge_errors_line(
+            rules.judge_all.input,
+            rules.transitions_all.input,
+            RUN_STARTED,
+            f"{OUT}/judge_errors.csv",
+        )
+        if line:
+            logger.warning(line)

@@ -1,14 +1,12 @@
-import json
-
 from workflow_scripts.judge.settings import instance_params, judge_params
 
 JUDGE_PARAMS = judge_params(config["judge"])
-# How the VLM entries call the judge (backend, the key's variable, pacing: no reruns) and
-# where they cache its answers.
-JUDGE_CACHE = f"{OUT}/cache/judge"
-JUDGE_CLIENT = (
-    f"--client {literal(json.dumps(config['judge']))} --cache {literal(JUDGE_CACHE)}"
+# How the VLM entries call the judge (backend, the key's variable, endpoint, pacing) and
+# where they cache its answers: never a reason to rerun, so not in the command (common.smk).
+os.environ.update(
+    VGI_JUDGE_CLIENT=json.dumps(config["judge"]), VGI_JUDGE_CACHE=f"{OUT}/cache/judge"
 )
+JUDGE_CLIENT = '--client "$VGI_JUDGE_CLIENT" --cache "$VGI_JUDGE_CACHE"'
 JUDGE_INSTANCE = INSTANCES.apply(instance_params, axis=1).to_dict()
 GT_IMAGE = INSTANCES["gt_image"].to_dict()
 

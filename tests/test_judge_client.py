@@ -28,7 +28,7 @@ from tests.fake_vlm import (
 )
 from workflow_scripts.judge import client as client_module
 from workflow_scripts.judge import frames
-from workflow_scripts.judge.client import JudgeCallError, Part, Request, VLMClient
+from workflow_scripts.judge.client import JudgeCallError, Part, Request, ServiceError, VLMClient
 
 ENV = "FAKE_VLM_API_KEY"
 KEY = "sk-test-5ecret-never-written"
@@ -41,17 +41,17 @@ SCHEMA = {
     "required": ["tier", "reasoning"],
 }
 JPEG = frames.to_jpeg(Image.new("RGB", (8, 8), (200, 30, 30)), 8)
-FAULTS = {  # id: (script, what the final reason says)
-    "429": (http_error(429), "HTTP 429"),
-    "500": (http_error(500), "HTTP 500"),
-    "503": (http_error(503), "HTTP 503"),
-    "reset": (RESET, "transport error"),
-    "timeout": (stall(1.5), "Timeout"),
-    "invalid-json": (INVALID_JSON, "reply is not valid JSON"),
-    "missing-field": (Script(text='{"tier": 2}'), "does not match the schema"),
-    "empty": (EMPTY, "empty candidate list"),
-    "blocked": (BLOCKED, "blocked"),
-    "prompt-blocked": (PROMPT_BLOCKED, "blocked"),
+FAULTS = {  # id: (script, what the final reason says, what it finally raises)
+    "429": (http_error(429), "HTTP 429", ServiceError),
+    "500": (http_error(500), "HTTP 500", ServiceError),
+    "503": (http_error(503), "HTTP 503", ServiceError),
+    "reset": (RESET, "transport error", ServiceError),
+    "timeout": (stall(1.5), "Timeout", ServiceError),
+    "invalid-json": (INVALID_JSON, "reply is not valid JSON", JudgeCallError),
+    "missing-field": (Script(text='{"tier": 2}'), "does not match the schema", JudgeCallError),
+    "empty": (EMPTY, "empty candidate list", JudgeCallError),
+    "blocked": (BLOCKED, "blocked", JudgeCallError),
+    "prompt-blocked": (PROMPT_BLOCKED, "blocked", JudgeCallError),
 }
 
 
@@ -122,21 +122,63 @@ def test_fault_then_success(client, fake_vlm, fault):
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_fault_every_time_is_an_error(client, fake_vlm, fault):
-    script, reason = FAULTS[fault]
+def test_fault_every_time_fails_the_call_or_the_service(client, fake_vlm, fault):
+    """A reply that stays unusable fails the call (the instance's error); a rate limit,
+    server error or lost connection that stays fails the service (the job)."""
+    script, reason, raised = FAULTS[fault]
     fake_vlm.script(*[script] * 3)
-    with pytest.raises(JudgeCallError) as error:
+    with pytest.raises(raised) as error:
         ask(client, judge_request())
+    assert type(error.value) is raised
     assert reason in error.value.reason and "after 3 attempt(s)" in error.value.reason
     assert len(fake_vlm.requests) == 3
     assert not (client.cache_dir / "completeness").exists()
 
 
-def test_client_error_fails_at_once(client, fake_vlm):
+def test_bad_request_fails_the_call_at_once(client, fake_vlm):
     fake_vlm.script(http_error(400, "bad request"), http_error(400, "bad request"))
     with pytest.raises(JudgeCallError, match=r"HTTP 400: bad request \(after 1 attempt"):
         ask(client, judge_request())
     assert len(fake_vlm.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [(401, "unauthenticated"), (403, "permission denied"), (400, "API key not valid")],
+)
+def test_refused_key_costs_one_call_and_stops_every_other(backend, tmp_path, code, message):
+    """Six calls at once: the first goes alone, is refused, and no other is sent."""
+    with FakeVLM() as fake:
+        fake.script(*[http_error(code, message)] * 6)
+        client = make_client(backend, fake, tmp_path)
+
+        async def ask_all():
+            async with client:
+                return await asyncio.gather(*(client.ask(judge_request(str(i))) for i in range(6)))
+
+        with pytest.raises(ServiceError, match=f"HTTP {code}: {message}"):
+            asyncio.run(ask_all())
+        assert len(fake.requests) == 1
+
+
+def test_service_failure_stops_the_calls_in_flight(backend, tmp_path):
+    """After one good reply, four calls go out at once: one is refused after 0.5 s, three
+    stall for 20 s. The refusal ends the stalled ones at once, and the two calls still
+    waiting are never sent."""
+    with FakeVLM() as fake:
+        client = make_client(backend, fake, tmp_path, timeout_s=30)
+        fake.script(Script(), http_error(403, "permission denied", delay=0.5), *[stall(20)] * 3)
+
+        async def ask_all():
+            async with client:
+                await client.ask(judge_request("first"))
+                return await asyncio.gather(*(client.ask(judge_request(str(i))) for i in range(6)))
+
+        started = time.monotonic()
+        with pytest.raises(ServiceError, match="HTTP 403"):
+            asyncio.run(ask_all())
+        assert time.monotonic() - started < 5
+        assert len(fake.requests) == 1 + 4
 
 
 def test_usage_sums_every_paid_attempt(client, fake_vlm):
@@ -259,7 +301,7 @@ def test_key_is_sent_but_never_written_or_logged(client, fake_vlm, caplog):
     caplog.set_level(logging.DEBUG)
     ask(client, judge_request())
     fake_vlm.script(http_error(503, f"key {KEY} over quota"), http_error(403, f"key {KEY} denied"))
-    with pytest.raises(JudgeCallError) as error:
+    with pytest.raises(ServiceError) as error:
         ask(client, judge_request("other"))
     assert KEY not in str(error.value) and "***" in error.value.reason
     assert {seen.api_key for seen in fake_vlm.requests} == {KEY}

@@ -8,6 +8,16 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Files get the mode a plain open() would give them (mkstemp's is 0600).
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_json(path: str | Path, document, indent: int = 2) -> None:
     """Write `document` atomically: a temporary file in the same folder, then a rename."""
     path = Path(path)
@@ -17,6 +27,7 @@ def write_json(path: str | Path, document, indent: int = 2) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             json.dump(document, out, indent=indent, ensure_ascii=False)
             out.write("\n")
+        os.chmod(temporary, FILE_MODE)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

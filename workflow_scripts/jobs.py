@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import shlex
 import sys
 from argparse import Namespace
 from pathlib import Path
@@ -80,16 +81,35 @@ def generate_job(argv: list[str]) -> None:
     print(json.dumps(meta["seconds"]))
 
 
+def run_vlm_calls(main) -> dict:
+    """`asyncio.run(main())` for a VLM job. A failure of the service ends the job with a
+    message and exit status 1 before anything is written, so that a plain rerun after the
+    fix redoes exactly the jobs it failed (calls already answered are cached)."""
+    from workflow_scripts.judge.client import ServiceError
+
+    logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
+    try:
+        return asyncio.run(main())
+    except ServiceError as error:
+        sys.exit(
+            f"judge service failure: {error.reason}\nNothing was written for this job: fix the "
+            "key, quota or endpoint and run snakemake again."
+        )
+
+
 def judge_job(argv: list[str]) -> None:
     """Rule `judge`: score one video with the VLM judge; calls are cached in `--cache`.
     The completeness and rubric passes go to the folder `--passes`, the score to `--score`.
 
-    A judge call that failed after retries leaves score.json with status `error` (the job
-    itself succeeds); `--forcerun judge` retries, paying only for calls not yet cached.
+    A call whose reply stays unusable, or a video that cannot be decoded, leaves score.json
+    with status `error` (the job itself succeeds); a failure of the service fails the job.
     """
     names = ["video", "image", "judge", "instance", "client", "cache", "passes", "score"]
     job = shell_job(argv, names, optional=["gt"])
+    import decord
+
     from workflow_scripts.judge.client import VLMClient
+    from workflow_scripts.judge.frames import video_duration
     from workflow_scripts.judge.protocol import judge_video
     from workflow_scripts.judge.settings import Protocol
 
@@ -101,14 +121,30 @@ def judge_job(argv: list[str]) -> None:
         async with VLMClient.from_config(json.loads(job.client), job.cache) as client:
             return await judge_video(client, instance, Path(job.video), protocol)
 
-    logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
-    documents = asyncio.run(judge())
+    try:
+        video_duration(job.video)
+    except (RuntimeError, decord.DECORDError, ZeroDivisionError) as error:
+        documents = unreadable_video(job.video, error)
+    else:
+        documents = run_vlm_calls(judge)
     for name in ("completeness", "rubric"):
         write_json(Path(job.passes) / f"{name}.json", documents[name])
     write_json(job.score, documents["score"])
     score = documents["score"]
     keys = ("status", "reason", "final", "calls", "cached_calls")
     print(json.dumps({key: score[key] for key in keys if key in score}))
+
+
+def unreadable_video(video: str, error: Exception) -> dict:
+    """The judge's documents for a video that cannot be decoded: an `error`, no calls."""
+    reason = (
+        f"video unreadable ({type(error).__name__}); regenerate it with "
+        f"`snakemake --cores 1 --force {shlex.quote(video)}`"
+    )
+    status = {"status": "error", "reason": reason}
+    keys = ("tier", "completeness", "violations", "rubric", "final", "strict_success")
+    score = {**status, **dict.fromkeys(keys), "calls": 0, "cached_calls": 0, "tokens": {}}
+    return {"completeness": status, "rubric": status, "score": score}
 
 
 def select_instances_job(smk) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import logging
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +29,7 @@ import pandas as pd
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.files import write_json
-from workflow_scripts.jobs import job_log, shell_job
+from workflow_scripts.jobs import job_log, run_vlm_calls, shell_job
 from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
 from workflow_scripts.judge.schemas import LABELS, TRANSITION
 from workflow_scripts.judge.settings import Protocol
@@ -279,8 +278,8 @@ def agreement(pairs: pd.DataFrame) -> tuple[pd.DataFrame, float]:
 def label_transitions_job(argv: list[str]) -> None:
     """Rule `label_transitions`: label one video's checkpoint pairs; calls cached in `--cache`.
 
-    A call that failed after retries leaves transitions.json with status `error` (the job
-    itself succeeds); `--forcerun label_transitions` retries, paying only for new calls.
+    A call whose reply stays unusable leaves transitions.json with status `error` (the job
+    itself succeeds); a failure of the service fails the job, writing nothing.
     """
     names = ["denoise", "image", "output", "transitions", "judge", "instance", "human"]
     job = shell_job(argv, [*names, "client", "cache"], optional=["gt"])
@@ -303,8 +302,7 @@ def label_transitions_job(argv: list[str]) -> None:
                 protocol,
             )
 
-    logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
-    document = asyncio.run(label())
+    document = run_vlm_calls(label)
     write_json(job.output, document)
     keys = ("status", "reason", "calls", "cached_calls")
     print(json.dumps({key: document[key] for key in keys if key in document}))

@@ -34,12 +34,32 @@ class JudgeCallError(Exception):
         self.reason = reason
 
 
-class Fault(Exception):
-    """One failed attempt worth another; `usage` is what it cost, `retry_after` a hint."""
+class ServiceError(Exception):
+    """The service itself failed (key refused, quota exhausted, endpoint unreachable):
+    no further call of the job can succeed, so the job fails and writes nothing."""
 
-    def __init__(self, reason: str, retry_after: float | None = None, usage: dict | None = None):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Fault(Exception):
+    """One failed attempt worth another; `usage` is what it cost, `retry_after` a hint.
+
+    `service`: the fault is the service's (rate limit, server error, no connection), not
+    the reply's; if the last attempt fails so, the call raises `ServiceError`.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        retry_after: float | None = None,
+        usage: dict | None = None,
+        service: bool = False,
+    ):
         super().__init__(reason)
         self.reason, self.retry_after, self.usage = reason, retry_after, usage
+        self.service = service
 
 
 def usage_counts(prompt=0, candidates=0, thoughts=0, cached=0, total=0) -> dict:
@@ -72,8 +92,14 @@ def describe_error(error: Exception) -> str:
 
 
 def _http_fault(code: int, message: str, hint: float | None) -> Exception:
+    """408, 429 and 5xx are worth another attempt; 401, 403, 404 and a refused key fail the
+    service at once; any other 4xx is about this request alone."""
     reason = f"HTTP {code}: {message}"[:300]
-    return Fault(reason, hint) if code in (408, 429) or code >= 500 else JudgeCallError(reason)
+    if code in (408, 429) or code >= 500:
+        return Fault(reason, hint, service=True)
+    if code in (401, 403, 404) or re.search(r"api[ _]?key", message, re.IGNORECASE):
+        return ServiceError(reason)
+    return JudgeCallError(reason)
 
 
 class _Gemini:
@@ -119,7 +145,7 @@ class _Gemini:
             hint = _retry_hint(headers, error.details)
             raise _http_fault(error.code, error.message or _name(error.status), hint) from error
         except TransportError as error:
-            raise Fault(f"transport error: {describe_error(error)}") from error
+            raise Fault(f"transport error: {describe_error(error)}", service=True) from error
         meta = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
         usage = usage_counts(
             meta.prompt_token_count,
@@ -184,7 +210,9 @@ class _OpenAI:
             hint = _retry_hint(error.response.headers, body)
             raise _http_fault(error.status_code, message or error.message, hint) from error
         except openai.APIConnectionError as error:
-            raise Fault(f"transport error: {describe_error(error.__cause__ or error)}") from error
+            raise Fault(
+                f"transport error: {describe_error(error.__cause__ or error)}", service=True
+            ) from error
         meta = response.usage
         usage = usage_counts()
         if meta is not None:

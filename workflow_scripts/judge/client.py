@@ -5,9 +5,16 @@ backend (Gemini through google-genai, or any OpenAI-compatible endpoint such as 
 and checks the reply against the request's JSON schema and an optional protocol check.
 Every fault (HTTP 408/429/5xx, timeout, dropped connection, no candidate, a blocked or
 truncated candidate, invalid JSON, a reply the checks reject) is retried with capped
-exponential backoff, or after the server's retry hint (at most 65 s) when it gives one;
-after `max_attempts` the call raises JudgeCallError. Other HTTP errors (400, 401, 403,
-404) fail at once. The SDKs' own retries are off so that attempts are counted here.
+exponential backoff, or after the server's retry hint (at most 65 s) when it gives one.
+The SDKs' own retries are off so that attempts are counted here.
+
+Two kinds of failure: a call whose reply stays unusable (blocked, invalid) after
+`max_attempts`, or that the server refuses as a bad request (400), raises JudgeCallError,
+which the protocol records as the instance's `error`. A failure of the service raises
+ServiceError and fails the job: a refused key (401, 403, 404 at once, never retried), or
+a rate limit, server error or dead connection still there after `max_attempts`. The first
+ServiceError stops every other call of the client, in flight or waiting, and a client's
+first call goes alone, so a refused key costs one call per job.
 
 The cache key hashes everything that determines the answer: backend, model, generation
 settings, kind, system prompt, schema, each part's text and image bytes. `base_url` is
@@ -37,6 +44,7 @@ from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: par
     USAGE_KEYS,
     Fault,
     JudgeCallError,
+    ServiceError,
     describe_error,
     usage_counts,
 )
@@ -132,6 +140,7 @@ class VLMClient:
         self._backend_class = BACKENDS[self.config["backend"]]
         self._settings = {name: self.config[name] for name in self._backend_class.SETTINGS}
         self._loop = self._backend = self._semaphore = None
+        self._failure: ServiceError | None = None
 
     @classmethod
     def from_config(cls, judge_config: dict, cache_dir: str | Path) -> VLMClient:
@@ -202,18 +211,63 @@ class VLMClient:
             self._loop = loop
             self._semaphore = asyncio.Semaphore(self.config["max_concurrency"])
             self._backend = self._backend_class(self.config, self._key)
+            self._first_call, self._answered = asyncio.Lock(), False
+            self._failed = asyncio.Event()
         return self._semaphore, self._backend
 
-    async def _call(self, request: Request, validate) -> Reply:
+    async def _send(self, request: Request) -> tuple[str, dict]:
+        """The backend's reply; until one call has succeeded, calls go one at a time."""
+        try:
+            if not self._answered:
+                async with self._first_call:
+                    if not self._answered:
+                        reply = await self._generate(request)
+                        self._answered = True
+                        return reply
+            return await self._generate(request)
+        except ServiceError as error:
+            raise self._service_failed(self._redact(error.reason)) from None
+
+    async def _generate(self, request: Request) -> tuple[str, dict]:
         semaphore, backend = self._bind()
+        async with semaphore:
+            if self._failure is not None:  # failed while this call waited
+                raise self._failure
+            return await backend.generate(request)
+
+    async def _unless_service_fails(self, call):
+        """Await `call`, unless a ServiceError of any call of this client comes first."""
+        if self._failure is not None:
+            call.close()
+            raise self._failure
+        task, failed = asyncio.ensure_future(call), asyncio.ensure_future(self._failed.wait())
+        try:
+            await asyncio.wait({task, failed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            failed.cancel()
+            if not task.done():
+                task.cancel()
+        if task.done() and not task.cancelled():
+            return task.result()
+        raise self._failure
+
+    def _service_failed(self, reason: str) -> ServiceError:
+        """Record the client's first service failure; every other call stops on it."""
+        if self._failure is None:
+            self._failure = ServiceError(reason)
+            self._failed.set()
+            log.error("judge: service failure: %s", reason)
+        return self._failure
+
+    async def _call(self, request: Request, validate) -> Reply:
+        self._bind()
         usage, attempts = usage_counts(), 0
 
         async def attempt() -> dict:
             nonlocal attempts
             attempts += 1
             try:
-                async with semaphore:
-                    text, spent = await backend.generate(request)
+                text, spent = await self._send(request)
                 for key in USAGE_KEYS:
                     usage[key] += spent[key]
                 try:
@@ -235,9 +289,13 @@ class VLMClient:
             reraise=True,
         )
         try:
-            data = await retrying(attempt)
+            data = await self._unless_service_fails(retrying(attempt))
+        except ServiceError:
+            raise
         except (Fault, JudgeCallError) as error:
             reason = self._redact(f"{error} (after {attempts} attempt(s))")
+            if getattr(error, "service", False):
+                raise self._service_failed(reason) from None
             log.warning("judge %s: failed: %s", request.kind, reason)
             raise JudgeCallError(reason) from None
         return Reply(data=data, usage=usage, cached=False, attempts=attempts)

@@ -1,0 +1,57 @@
+"""The one line a run ends with about its judge outputs: how many are errors, and where
+they are listed."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def _statuses(paths: Iterable[str]) -> dict[str, dict]:
+    """The status document of every existing file among `paths`, by path."""
+    found = {}
+    for path in map(Path, paths):
+        if path.is_file():
+            document = json.loads(path.read_text(encoding="utf-8"))
+            found[str(path)] = {"status": document.get("status"), "reason": document.get("reason")}
+    return found
+
+
+def judge_errors_line(
+    scores: Iterable[str], labels: Iterable[str], since: float, listing: str | Path
+) -> str | None:
+    """'Judge: E of N scores and F of M transition labels are errors, listed in <listing>'.
+
+    None when no score or label file was written since `since` (a run that did not touch
+    the judge's outputs). The errors are written to `listing` (CSV: kind, file, reason);
+    with none, an old listing is removed.
+    """
+    scores, labels = list(scores), list(labels)
+    touched = any(Path(p).is_file() and Path(p).stat().st_mtime >= since for p in scores + labels)
+    if not touched:
+        return None
+    found = {"score": _statuses(scores), "transitions": _statuses(labels)}
+    errors = [
+        (kind, path, doc["reason"])
+        for kind, docs in found.items()
+        for path, doc in docs.items()
+        if doc["status"] == "error"
+    ]
+    counts = {kind: sum(1 for e in errors if e[0] == kind) for kind in found}
+    summary = (
+        f"Judge: {counts['score']} of {len(found['score'])} scores and "
+        f"{counts['transitions']} of {len(found['transitions'])} transition labels "
+        "are errors"
+    )
+    listing = Path(listing)
+    if not errors:
+        listing.unlink(missing_ok=True)
+        return summary + "."
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    with open(listing, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(["kind", "file", "reason"])
+        writer.writerows(errors)
+    return f"{summary}, listed in {listing}."
