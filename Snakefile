@@ -46,10 +46,10 @@ rule all:
         rules.export_official_all.input,
 
 
-# One line on the judge's outputs at the end of a run that wrote any.
+# At the end of a run: the judge service failure that stopped it, the judge's error count.
 onsuccess:
     report_judge_errors()
 
 
 onerror:
-    report_judge_errors()
+    report_judge_errors(failed=True)

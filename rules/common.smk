@@ -8,7 +8,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 import workflow_scripts
-from workflow_scripts.judge.summary import judge_errors_line
+from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.schema import SchemaError, check
 from workflow_scripts.study import StudyError, load_study
 
@@ -109,14 +109,18 @@ def judge_targets(targets):
     return targets if judge_enabled() else []
 
 
-def report_judge_errors():
-    """Log how many scores and transition labels are errors, when this run wrote any."""
-    if judge_enabled():
-        line = judge_errors_line(
-            rules.judge_all.input,
-            rules.transitions_all.input,
-            RUN_STARTED,
-            f"{OUT}/judge_errors.csv",
-        )
-        if line:
-            logger.warning(line)
+def report_judge_errors(failed=False):
+    """Log how many scores and transition labels are errors, when this run wrote any; after
+    a failed run, the judge service failure that stopped it, if one did."""
+    if not judge_enabled():
+        return
+    if failed and (line := service_failure_line(f"{OUT}/logs", RUN_STARTED)):
+        logger.error(line)
+    line = judge_errors_line(
+        rules.judge_all.input,
+        rules.transitions_all.input,
+        RUN_STARTED,
+        f"{OUT}/judge_errors.csv",
+    )
+    if line:
+        logger.warning(line)

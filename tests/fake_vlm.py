@@ -8,8 +8,9 @@ unchanged against it: `base_url=fake.url` for Gemini, `fake.url + "/v1"` for Ope
 Each request takes the next scripted answer, if any (an HTTP error with a retry hint, a
 dropped connection, a stall, invalid JSON, no candidate, a blocked candidate or prompt),
 else a normal reply whose JSON is `responder(received)`; by default the smallest value
-the request's schema accepts. Every request is recorded, parsed (`Received`), with the
-API key it carried; `max_in_flight` is the most requests ever handled at once.
+the request's schema accepts. Given `api_key`, it refuses any other key with HTTP 401.
+Every request is recorded, parsed (`Received`), with the API key it carried;
+`max_in_flight` is the most requests ever handled at once.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 GEMINI_PATH = re.compile(r"/v1beta/models/([^/:]+):generateContent")
-STATUS = {400: "INVALID_ARGUMENT", 408: "DEADLINE_EXCEEDED", 429: "RESOURCE_EXHAUSTED"}
+STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}
+STATUS.update({408: "DEADLINE_EXCEEDED", 429: "RESOURCE_EXHAUSTED"})
 STATUS.update({500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"})
 
 
@@ -231,6 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"code": 404, "message": f"no route {path}"}})
             return
         script = fake._enter(received)
+        if fake.api_key is not None and api_key != fake.api_key:
+            script = http_error(401, "API key not valid. Please pass a valid API key.")
         try:
             time.sleep(fake.delay + script.delay)
             if script.reset:
@@ -277,9 +281,15 @@ class _Server(ThreadingHTTPServer):
 class FakeVLM:
     """The fake VLM server; use as a context manager or with start()/stop()."""
 
-    def __init__(self, responder: Callable[[Received], dict] | None = None, delay: float = 0.0):
+    def __init__(
+        self,
+        responder: Callable[[Received], dict] | None = None,
+        delay: float = 0.0,
+        api_key: str | None = None,
+    ):
         self.responder = responder or (lambda received: example(received.schema or {}))
         self.delay = delay
+        self.api_key = api_key  # when set, any other key is refused with 401
         self.requests: list[Received] = []
         self.in_flight = self.max_in_flight = 0
         self._scripts: deque[Script] = deque()

@@ -86,13 +86,14 @@ def run_vlm_calls(main) -> dict:
     message and exit status 1 before anything is written, so that a plain rerun after the
     fix redoes exactly the jobs it failed (calls already answered are cached)."""
     from workflow_scripts.judge.client import ServiceError
+    from workflow_scripts.judge.summary import FAILURE
 
     logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)  # one line a call
     try:
         return asyncio.run(main())
     except ServiceError as error:
         sys.exit(
-            f"judge service failure: {error.reason}\nNothing was written for this job: fix the "
+            f"{FAILURE}{error.reason}\nNothing was written for this job: fix the "
             "key, quota or endpoint and run snakemake again."
         )
 

@@ -1,5 +1,5 @@
-"""The one line a run ends with about its judge outputs: how many are errors, and where
-they are listed."""
+"""What a run ends with about the judge: a service failure that stopped it, and how many
+of its outputs are errors, and where they are listed."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def _statuses(paths: Iterable[str]) -> dict[str, dict]:
 def judge_errors_line(
     scores: Iterable[str], labels: Iterable[str], since: float, listing: str | Path
 ) -> str | None:
-    """'Judge: E of N scores and F of M transition labels are errors, listed in <listing>'.
+    """'Judge: errors in E of N scores and F of M transition labels, listed in <listing>'
+    (a kind with no file left out).
 
     None when no score or label file was written since `since` (a run that did not touch
     the judge's outputs). The errors are written to `listing` (CSV: kind, file, reason);
@@ -40,11 +41,9 @@ def judge_errors_line(
         if doc["status"] == "error"
     ]
     counts = {kind: sum(1 for e in errors if e[0] == kind) for kind in found}
-    summary = (
-        f"Judge: {counts['score']} of {len(found['score'])} scores and "
-        f"{counts['transitions']} of {len(found['transitions'])} transition labels "
-        "are errors"
-    )
+    names = {"score": "scores", "transitions": "transition labels"}
+    parts = [f"{counts[k]} of {len(docs)} {names[k]}" for k, docs in found.items() if docs]
+    summary = f"Judge: errors in {' and '.join(parts)}"
     listing = Path(listing)
     if not errors:
         listing.unlink(missing_ok=True)
@@ -55,3 +54,17 @@ def judge_errors_line(
         writer.writerow(["kind", "file", "reason"])
         writer.writerows(errors)
     return f"{summary}, listed in {listing}."
+
+
+FAILURE = "judge service failure: "
+
+
+def service_failure_line(logs: str | Path, since: float) -> str | None:
+    """The first judge service failure logged since `since` under `logs`, with its log."""
+    for log in sorted(Path(logs).rglob("*.log")):
+        if log.stat().st_mtime >= since:
+            text = log.read_text(encoding="utf-8", errors="replace")
+            for line in text.splitlines():
+                if line.startswith(FAILURE):
+                    return f"{line} (log: {log})"
+    return None
