@@ -134,16 +134,6 @@ def test_bad_input_is_reported_all_at_once_and_no_job_runs(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_unknown_config_key_and_wrong_type_name_the_key(tmp_path):
-    config = default_config(tmp_path)
-    config["denoise"]["stepz"] = [1]
-    result = snakemake(tmp_path, config, "-n")
-    assert result.returncode != 0 and "'stepz' was unexpected" in result.stdout
-    config = default_config(tmp_path, subset_seed="zero")
-    result = snakemake(tmp_path, config, "-n")
-    assert result.returncode != 0 and "['benchmark']['subset_seed']" in result.stdout
-
-
 def test_editing_one_model_reruns_only_its_jobs(tmp_path):
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
     registry = {
