@@ -92,12 +92,14 @@ class Request:
 
 @dataclass
 class Reply:
-    """A checked reply; `usage` sums every attempt's tokens (a cache hit: the stored ones)."""
+    """A checked reply; `usage` sums every attempt's tokens (a cache hit: the stored ones);
+    `model_version` is the version the server reported, if any."""
 
     data: dict
     usage: dict
     cached: bool
     attempts: int
+    model_version: str | None = None
 
 
 def _check(data, schema: dict, validate: Callable[[dict], None] | None) -> None:
@@ -206,14 +208,14 @@ class VLMClient:
 
     async def _call(self, request: Request, validate) -> Reply:
         semaphore, backend = self._bind()
-        usage, attempts = usage_counts(), 0
+        usage, attempts, version = usage_counts(), 0, None
 
         async def attempt() -> dict:
-            nonlocal attempts
+            nonlocal attempts, version
             attempts += 1
             try:
                 async with semaphore:
-                    text, spent = await backend.generate(request)
+                    text, spent, version = await backend.generate(request)
                 for key in USAGE_KEYS:
                     usage[key] += spent[key]
                 try:
@@ -240,7 +242,7 @@ class VLMClient:
             reason = self._redact(f"{error} (after {attempts} attempt(s))")
             log.warning("judge %s: failed: %s", request.kind, reason)
             raise JudgeCallError(reason) from None
-        return Reply(data=data, usage=usage, cached=False, attempts=attempts)
+        return Reply(data, usage, cached=False, attempts=attempts, model_version=version)
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         hint = state.outcome.exception().retry_after
@@ -275,7 +277,8 @@ class VLMClient:
         except (ValueError, KeyError, TypeError, Fault) as error:
             log.warning("judge %s: ignoring cache entry %s (%s)", request.kind, path, error)
             return None
-        return Reply(data=record["data"], usage=record["usage"], cached=True, attempts=0)
+        version = record.get("model_version")
+        return Reply(record["data"], record["usage"], True, 0, model_version=version)
 
     def _write_cache(self, path: Path, request: Request, reply: Reply) -> None:
         """Writes the reply atomically: a temporary file in the same folder, then a rename."""
@@ -286,6 +289,7 @@ class VLMClient:
             "data": reply.data,
             "usage": reply.usage,
             "attempts": reply.attempts,
+            "model_version": reply.model_version,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         write_json(path, record, indent=1)
