@@ -207,6 +207,19 @@ def test_pairs_default_to_consecutive_steps_and_must_be_decoded(study):
     ]
 
 
+def test_pool_defaults_to_the_papers_four_else_their_tiny_counterparts(table, specs):
+    def pool(models, chosen=None):
+        study = Study({m: specs[m] for m in models}, table, STEPS, "x0")
+        return load_transitions({"transitions": {"pool": chosen}}, study).pool
+
+    assert pool(["tiny_wan22", "tiny_ltx23", "tiny_wan21"]) == ("tiny_wan22", "tiny_ltx23")
+    paper = ["wan21_i2v_14b", "ltx23_i2v", "tiny_wan22", "wan22_i2v_a14b"]
+    assert pool(paper) == ("wan22_i2v_a14b", "ltx23_i2v")
+    assert pool(paper, ["wan21_i2v_14b"]) == ("wan21_i2v_14b",)
+    with pytest.raises(StudyError, match=r"transitions.pool: 'vbvr_wan22' is not among"):
+        pool(paper, ["vbvr_wan22"])
+
+
 def write_csv(path: Path, *rows: str) -> Path:
     path.write_text("\n".join(["model,instance,from,to,label", *rows]) + "\n", encoding="utf-8")
     return path
