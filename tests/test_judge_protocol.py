@@ -24,6 +24,7 @@ from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.frames import encode_image
 from workflow_scripts.judge.protocol import intervals, judge_video, scores, windows
 from workflow_scripts.judge.settings import judge_params
+from workflow_scripts.judge.templates import HERE as TEMPLATES
 
 FPS = 16
 ROUND1 = [*range(0, 37, 4)], [36, 40, 44, 47]
@@ -118,6 +119,46 @@ def test_params_leave_out_key_endpoint_and_pacing():
     params = json.loads(judge_params({**config, "max_concurrency": 3, "protocol": {"window": 6}}))
     assert set(params) == {"backend", "model", "protocol", "prompts"}
     assert params["protocol"]["window"] == 6 and params["protocol"]["round2_fps"] == 8.0
+
+
+@pytest.mark.parametrize(
+    ("name", "reruns"),
+    [
+        ("window.txt", "judge"),
+        ("completeness_system.txt", "judge"),
+        ("verdict.txt", "judge"),
+        ("transition.txt", "label_transitions"),
+    ],
+)
+def test_a_replaced_template_changes_only_its_rules_params(tmp_path, name, reruns):
+    default = {"backend": "gemini", "model": "m"}
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / name).write_text((TEMPLATES / name).read_text() + "\nOne more line.\n")
+    replaced = {**default, "prompts": str(folder)}
+    params = {
+        "judge": [judge_params(config) for config in (default, replaced)],
+        "label_transitions": [
+            judge_params(config, ["transition"]) for config in (default, replaced)
+        ],
+    }
+    assert {rule for rule, (before, after) in params.items() if before != after} == {reruns}
+    after = json.loads(params[reruns][1])["prompts"]
+    assert after[name].endswith("One more line.\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("window.txt", "$references $frames $colour", "unknown placeholder(s) colour"),
+        ("completeness.txt", "$references only", "required placeholder(s) missing: ['frames']"),
+        ("verdict.txt", "costs 5 $", "a '$' that starts no placeholder"),
+    ],
+)
+def test_a_bad_template_is_refused_naming_the_file(tmp_path, name, text, problem):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=re.escape(f"judge.prompts: {tmp_path / name}: {problem}")):
+        judge_params({"prompts": str(tmp_path)})
 
 
 def test_frames_windows_and_scores(run, rows, video):
