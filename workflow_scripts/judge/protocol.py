@@ -6,13 +6,17 @@ at 4 fps into windows of 10 frames, consecutive windows sharing one frame (windo
 holds sampled frames [9k, 9k + 10); the last window is shorter but keeps at least 2
 frames, since a lone frame is already the previous window's last); round 2 re-samples
 at 8 fps the intervals of +-0.5 s around every frame round 1 nominated (merged where
-they overlap, clipped to the clip), windowed the same way per interval. A nominated
-index that is not among its window's frames is ignored; round-2 nominations are
-recorded, not followed. A window reply citing a frame not shown, or leaving a shown
-frame without a comment, is rejected (and retried). One text-only call then turns all
-comments into de-duplicated violation counts x_i per checklist item:
+they overlap, clipped to the clip), windowed the same way per interval.
+
+Replies are taken as the official judge takes them (`take_window`, `take_verdict`): a
+cited or nominated index not among the window's frames is dropped, frames without a
+comment are accepted, a window keeps at most ceil(n / 2) nominations of its n frames,
+each adjustment counted; round-2 nominations are recorded, not followed. Only a reply
+that does not match its schema is retried (by the client). One text-only call then
+turns all comments into de-duplicated violation counts x_i per checklist item; an item
+the verdict leaves out is asked once more, then counted x_i = 1 and listed as imputed.
 rubric = mean_i 1 / (x_i + 1), final = completeness x rubric, strict success = tier 2
-and every x_i = 0.
+and every x_i = 0. The words are the templates of `judge.templates`.
 
 A judge call that fails after the client's retries makes the instance `error` with a
 reason, never a score; the documents hold whatever was judged before.
