@@ -1,6 +1,12 @@
 from workflow_scripts.judge.settings import instance_params, judge_params
 
-JUDGE_PARAMS = judge_params(config["judge"])
+# What determines each VLM rule's answers, its prompt templates included (per rule: a
+# template edit reruns only the rule whose calls read it).
+try:
+    JUDGE_PARAMS = judge_params(config["judge"])
+    TRANSITION_PARAMS = judge_params(config["judge"], ["transition"])
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
 # How the VLM entries call the judge (backend, the key's variable, endpoint, pacing) and
 # where they cache its answers: never a reason to rerun, so not in the command (common.smk).
 os.environ.update(

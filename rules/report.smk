@@ -25,6 +25,7 @@ rule tables:
     params:
         models=list(STUDY.models),
         vbvr_pairs=VBVR_PAIRS,
+        pool=list(TRANSITIONS.pool),
     script:
         "../workflow_scripts/entry/tables.py"
 

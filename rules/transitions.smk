@@ -1,6 +1,6 @@
 from workflow_scripts.transitions import load_transitions
 
-# Needs judge.smk's JUDGE_PARAMS, JUDGE_INSTANCE and GT_IMAGE: include it after judge.smk.
+# Needs judge.smk's TRANSITION_PARAMS, JUDGE_INSTANCE and GT_IMAGE: include it after judge.smk.
 try:
     TRANSITIONS = load_transitions(config, STUDY)
 except StudyError as err:
@@ -23,7 +23,7 @@ rule label_transitions:
         judge_api=1,
     params:
         transitions=TRANSITIONS.params(),
-        judge=JUDGE_PARAMS,
+        judge=TRANSITION_PARAMS,
         instance=lambda w: JUDGE_INSTANCE[w.instance],
         human=lambda w: TRANSITIONS.human_params(w.model, w.instance),
     shell:

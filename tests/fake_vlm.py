@@ -10,7 +10,8 @@ dropped connection, a stall, invalid JSON, no candidate, a blocked candidate or 
 else a normal reply whose JSON is `responder(received)`; by default the smallest value
 the request's schema accepts. Given `api_key`, it refuses any other key with HTTP 401.
 Every request is recorded, parsed (`Received`), with the API key it carried;
-`max_in_flight` is the most requests ever handled at once.
+`max_in_flight` is the most requests ever handled at once. Replies report the model
+version `version(model)`.
 """
 
 from __future__ import annotations
@@ -143,6 +144,11 @@ def _parse_openai(body: dict, api_key: str | None) -> Received:
     )
 
 
+def version(model: str) -> str:
+    """The model version a reply reports for a request naming `model`."""
+    return f"{model}-fake-0001"
+
+
 def _usage(received: Received, text: str) -> tuple[int, int, int]:
     """Deterministic token counts: prompt, candidates, thoughts (always 5)."""
     prompt = 258 * len(received.images) + sum(len(t) for t in received.texts) // 4 + 1
@@ -167,7 +173,7 @@ def _gemini_reply(received: Received, script: Script, text: str) -> dict:
             "thoughtsTokenCount": thoughts,
             "totalTokenCount": prompt + candidates + thoughts,
         },
-        "modelVersion": received.model,
+        "modelVersion": version(received.model),
     }
     if script.prompt_block:
         reply["promptFeedback"] = {"blockReason": script.prompt_block}
@@ -182,7 +188,7 @@ def _openai_reply(received: Received, script: Script, text: str) -> dict:
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": 0,
-        "model": received.model,
+        "model": version(received.model),
         "choices": []
         if script.empty
         else [{"index": 0, "message": message, "finish_reason": finish}],

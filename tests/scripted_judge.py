@@ -11,16 +11,19 @@ FRAME = re.compile(r"frame (\d+), t=([\d.]+) s")
 STEP_FRAME = re.compile(r"step (\d+), frame (\d+), t=([\d.]+) s")
 
 
+ROUND = re.compile(r"\bround (\d)\b", re.IGNORECASE)
+
+
 def kind(received: Received) -> str:
-    """completeness | window1 | window2 | polish | transition, from the instruction's heading."""
-    heading = received.texts[-1].splitlines()[0]
-    if heading.startswith("# Rubric window"):
-        return "window" + heading.split()[-1]
-    return {
-        "# Completeness": "completeness",
-        "# Rubric verdict": "polish",
-        "# Checkpoint transition": "transition",
-    }[heading]
+    """completeness | window1 | window2 | polish | transition, from the reply schema asked
+    for (a window's round from the first `round N` of its texts)."""
+    fields = received.schema["properties"]
+    if "evaluations" in fields:
+        return "window" + next(m[1] for t in received.texts if (m := ROUND.search(t)))
+    return next(name for key, name in KINDS.items() if key in fields)
+
+
+KINDS = {"tier": "completeness", "checklist": "polish", "label": "transition"}
 
 
 def frames_of(received: Received) -> list[tuple[int, float]]:
@@ -32,14 +35,16 @@ class Judge:
 
     `violations` is repeated or cut to the checklist length K the verdict call asks for.
 
-    `bad_polish` lists faulty verdicts to give first, in order: `short` (one entry
-    missing) or `repeated` (index 1 every time); a window whose first frame is in
-    `bad_windows` leaves its first frame without a comment.
+    `bad_polish` lists faulty verdicts to give first, in order: `short` (the last entry
+    missing), `repeated` (index 1 every time) or `unparsable` (an index outside 1..K, which
+    the schema rejects). `loose`: like a real VLM that cites loosely, every window reply
+    leaves the window's first frame without a comment and cites one frame not shown (the
+    one after its last). `nominate` may be `"all"`: every frame shown.
     """
 
-    def __init__(self, tier, violations, nominate=(), bad_polish=(), bad_windows=()):
-        self.tier, self.violations, self.nominate = tier, violations, list(nominate)
-        self.bad_polish, self.bad_windows = list(bad_polish), set(bad_windows)
+    def __init__(self, tier, violations, nominate=(), bad_polish=(), loose=False):
+        self.tier, self.violations, self.nominate = tier, violations, nominate
+        self.bad_polish, self.loose = list(bad_polish), loose
 
     def __call__(self, received: Received) -> dict:
         what = kind(received)
@@ -48,12 +53,14 @@ class Judge:
         if what.startswith("window"):
             shown = [index for index, _ in frames_of(received)]
             seen = hashlib.sha256(received.images[0]).hexdigest()[:8]  # the instance's image
-            cited = shown[1:] if shown[0] in self.bad_windows else shown
+            cited = [*shown[1:], shown[-1] + 1] if self.loose else shown
+            nominate = shown if self.nominate == "all" else list(self.nominate)
             return {
                 "evaluations": [{"frame_indices": cited, "comment": f"scripted {what} of {seen}"}],
-                "frames_to_inspect_closely": self.nominate if what == "window1" else [],
+                "frames_to_inspect_closely": nominate if what == "window1" else [],
             }
-        k = received.schema["properties"]["checklist"]["minItems"]
+        item = received.schema["properties"]["checklist"]["items"]
+        k = item["properties"]["index"]["maximum"]
         counts = (list(self.violations) * k)[:k]
         items = [
             {"index": n, "n_violations": x, "evidence": "scripted"} for n, x in enumerate(counts, 1)
@@ -63,6 +70,8 @@ class Judge:
             items = items[:-1]
         elif fault == "repeated":
             items = [items[0]] * len(items)
+        elif fault == "unparsable":
+            items[0] = {**items[0], "index": k + 1}
         return {"by_range": [], "checklist": items, "overall_reasoning": "scripted"}
 
 

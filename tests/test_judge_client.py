@@ -25,6 +25,7 @@ from tests.fake_vlm import (
     fake_vlm_fixture,  # noqa: F401  (the `fake_vlm` fixture)
     http_error,
     stall,
+    version,
 )
 from workflow_scripts.judge import client as client_module
 from workflow_scripts.judge import frames
@@ -101,7 +102,7 @@ def client(backend, fake_vlm, tmp_path) -> VLMClient:
     return make_client(backend, fake_vlm, tmp_path / "cache")
 
 
-def test_good_reply_parses_and_validates(client, fake_vlm):
+def test_good_reply_parses_and_validates(client, fake_vlm, backend):
     fake_vlm.responder = lambda received: {"tier": 2, "reasoning": "solved"}
     reply = ask(client, judge_request())
     assert reply.data == {"tier": 2, "reasoning": "solved"}
@@ -111,6 +112,11 @@ def test_good_reply_parses_and_validates(client, fake_vlm):
     [seen] = fake_vlm.requests
     assert (seen.model, seen.texts, seen.images) == ("judge-model", ["Judge the clip."], [JPEG])
     assert (seen.schema, seen.system, seen.api_key) == (SCHEMA, "You are a judge.", KEY)
+    # the official judge's output cap, and the version the server says replied
+    cap = seen.body["generationConfig"]["maxOutputTokens"] if backend == "gemini" else None
+    assert (cap or seen.body.get("max_tokens")) == 8000
+    assert reply.model_version == version("judge-model")
+    assert ask(client, judge_request()).model_version == version("judge-model")  # cached
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -364,6 +370,42 @@ def test_sample_frames(video, fps, start, end, indices):
         pixels = np.asarray(Image.open(io.BytesIO(frame.jpeg)))
         assert pixels.shape == (36, 64, 3)  # never enlarged to 512
         assert abs(pixels.mean() - 8 * frame.index) < 4
+
+
+# By hand from the official rule: t_k = k / fps for k < n, n = round(duration x fps) + 1,
+# the last t set to duration - 1/rate (the last frame); frame = round(t x rate).
+# 81 @ 16 fps: 5.0625 s, last t 5.0 -> 80.   121 @ 24: 5.0417 s, last t 5.0 -> 120.
+# 145 @ 24: 6.0417 s, last t 6.0 -> 144.    92 @ 16 (5.75 s): last t 5.6875 -> 91.
+INDEX_TABLE = {
+    (81, 16, 2): [0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80],  # n = 11
+    (81, 16, 4): [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80],
+    (81, 16, 8): [*range(0, 80, 2), 80],  # n = round(40.5) + 1 = 41: 0, 2, ..., 78, then 80
+    (121, 24, 2): [0, 12, 24, 36, 48, 60, 72, 84, 96, 108, 120],  # n = 11
+    (121, 24, 4): [*range(0, 120, 6), 120],  # n = 21
+    (121, 24, 8): [*range(0, 120, 3), 120],  # n = 41
+    (145, 24, 2): [0, 12, 24, 36, 48, 60, 72, 84, 96, 108, 120, 132, 144],  # n = 13
+    (145, 24, 4): [*range(0, 144, 6), 144],  # n = 25
+    (145, 24, 8): [*range(0, 144, 3), 144],  # n = 49
+    # 5.75 s: 11.5 samples' worth at 2 fps -> n = 13: t = 0 .. 5.5, then 5.6875 (the old
+    # sampler stopped at 5.5, frame 88, and missed the last frame)
+    (92, 16, 2): [0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 91],
+    (92, 16, 4): [*range(0, 92, 4), 91],  # n = 24: t = 0 .. 5.5 (frame 88), then 91
+    (92, 16, 8): [*range(0, 92, 2), 91],  # n = 47: t = 0 .. 5.625 (frame 90), then 91
+}
+
+
+@pytest.mark.parametrize(("count", "rate", "fps"), INDEX_TABLE)
+def test_frame_indices_match_the_official_sampler(count, rate, fps):
+    indices = frames.frame_indices(count, rate, fps)
+    assert indices == INDEX_TABLE[count, rate, fps]
+    assert indices[-1] == count - 1
+
+
+def test_jpegs_are_quality_88():
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (90, 160, 3), np.uint8))
+    out = io.BytesIO()
+    image.save(out, format="JPEG", quality=88)
+    assert frames.to_jpeg(image, 512) == out.getvalue()
 
 
 def test_sample_frames_opens_once_and_reads_one_batch(video, monkeypatch):

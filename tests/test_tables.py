@@ -141,7 +141,7 @@ def run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(run):
-    return tables.all_tables(run.results, run.pairs)
+    return tables.all_tables(run.results, run.pairs, pool=(M, V))
 
 
 def cell(table: pd.DataFrame, **keys) -> pd.Series:
@@ -288,8 +288,8 @@ def test_overlap_groups_average_task_means_and_pair_vbvr_with_base(built):
 def test_transitions_give_label_percentages_summing_to_100(built):
     t = built["transitions"]
     expected = {
-        # M 1→2: unrecognizable x2, stable x2 (one from t1_lv2_01, whose 2→10 failed)
-        (M, "1→2"): ({"unrecognizable": 50, "stable": 50}, 4),
+        # M's t1_lv2_01 failed its 2→10 call: it leaves every pair of M, its 1→2 too
+        (M, "1→2"): ({"unrecognizable": 200 / 3, "stable": 100 / 3}, 3),
         (M, "2→10"): (
             {"wrong_to_correct": 100 / 3, "stable": 100 / 3, "correct_to_wrong": 100 / 3},
             3,
@@ -297,7 +297,8 @@ def test_transitions_give_label_percentages_summing_to_100(built):
         (M, "10→40"): ({"stable": 100}, 1),
         (V, "1→2"): ({"unrecognizable": 50, "stable": 50}, 2),
         (V, "2→10"): ({"wrong_to_wrong": 50, "stable": 50}, 2),
-        ("all", "1→2"): ({"unrecognizable": 50, "stable": 50}, 6),
+        # pool M, V: 1→2 unrecognizable 2 + 1, stable 1 + 1 of 5
+        ("all", "1→2"): ({"unrecognizable": 60, "stable": 40}, 5),
         ("all", "2→10"): (
             {"wrong_to_correct": 20, "stable": 40, "correct_to_wrong": 20, "wrong_to_wrong": 20},
             5,
@@ -313,10 +314,52 @@ def test_transitions_give_label_percentages_summing_to_100(built):
     assert t.model.unique().tolist() == [M, V, "all"]
 
 
+def test_transitions_pool_only_the_listed_models_over_the_same_instances():
+    """Hand-worked: A's i2 failed its 2→3 call and leaves A's 1→2 too; C is not pooled."""
+    rows = [
+        ("A", "i1", 1, 2, "stable", "ok"),
+        ("A", "i1", 2, 3, "wrong_to_correct", "ok"),
+        ("A", "i2", 1, 2, "unrecognizable", "error"),  # its 2→3 is not listed
+        ("B", "i1", 1, 2, "unrecognizable", "ok"),
+        ("B", "i1", 2, 3, "stable", "ok"),
+        ("B", "i2", 1, 2, "unrecognizable", "ok"),
+        ("B", "i2", 2, 3, "wrong_to_wrong", "ok"),
+        ("C", "i1", 1, 2, "correct_to_wrong", "ok"),
+        ("C", "i1", 2, 3, "correct_to_wrong", "ok"),
+    ]
+    pairs = pd.DataFrame(rows, columns=["model", "instance", "from", "to", "label", "status"])
+    t = tables.transitions(pairs.rename(columns={"status": "transitions_status"}), ["A", "B"])
+    expected = {
+        ("A", "1→2"): ({"stable": 100}, 1),
+        ("A", "2→3"): ({"wrong_to_correct": 100}, 1),
+        ("B", "1→2"): ({"unrecognizable": 100}, 2),
+        ("B", "2→3"): ({"stable": 50, "wrong_to_wrong": 50}, 2),
+        ("C", "1→2"): ({"correct_to_wrong": 100}, 1),
+        # A i1 + B i1, i2 in both columns
+        ("all", "1→2"): ({"stable": 100 / 3, "unrecognizable": 200 / 3}, 3),
+        ("all", "2→3"): (
+            {"wrong_to_correct": 100 / 3, "stable": 100 / 3, "wrong_to_wrong": 100 / 3},
+            3,
+        ),
+    }
+    for (model, step_pair), (shares, n) in expected.items():
+        row = cell(t, model=model, step_pair=step_pair)
+        assert row.n == n
+        for label in tables.LABELS:
+            assert row[label] == pytest.approx(shares.get(label, 0)), (model, step_pair, label)
+    assert len(t) == 8
+    assert (
+        "all"
+        not in tables.transitions(
+            pairs.rename(columns={"status": "transitions_status"}), []
+        ).model.tolist()
+    )
+
+
 def test_unknown_transition_label_is_an_error(run):
     bad = run.pairs.assign(label="maybe")
     with pytest.raises(ValueError, match="maybe"):
-        tables.transitions(bad)
+        tables.transitions(bad, [M])
 
 
 def test_errors_count_every_gap(built):
@@ -329,11 +372,12 @@ def test_errors_count_every_gap(built):
         "transitions_ok",
         "transitions_error",
         "transitions_missing",
+        "transitions_failed",
     ]
-    assert t.loc[M].tolist() == [7, 5, 1, 1, 3, 1, 3]
-    assert t.loc[V].tolist() == [7, 7, 0, 0, 2, 0, 5]
-    assert t.loc[L].tolist() == [7, 0, 0, 7, 0, 0, 7]
-    assert t.loc["all"].tolist() == [21, 12, 1, 8, 5, 1, 15]
+    assert t.loc[M].tolist() == [7, 5, 1, 1, 3, 1, 3, "t1_lv2_01"]
+    assert t.loc[V].tolist() == [7, 7, 0, 0, 2, 0, 5, ""]
+    assert t.loc[L].tolist() == [7, 0, 0, 7, 0, 0, 7, ""]
+    assert t.loc["all"].tolist() == [21, 12, 1, 8, 5, 1, 15, f"{M}/t1_lv2_01"]
 
 
 def test_bootstrap_cis(run, built):
@@ -391,7 +435,8 @@ def test_jobs_write_every_table_and_plot(run, tmp_path):
         "taxonomy": str(root / "taxonomy.yaml"),
         "overlap": str(root / "overlap.yaml"),
     }
-    tables_job(job(inputs, table_paths, models=[M, V, L], vbvr_pairs=tables.VBVR_PAIRS))
+    params = {"models": [M, V, L], "vbvr_pairs": tables.VBVR_PAIRS, "pool": [M, V]}
+    tables_job(job(inputs, table_paths, **params))
     errors = pd.read_csv(table_paths["errors"])
     assert errors.columns[0] == "model" and errors.selected.tolist() == [7, 7, 7, 21]
     final = pd.read_csv(table_paths["final_by_domain_level"])

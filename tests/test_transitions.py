@@ -17,14 +17,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.fake_vlm import FakeVLM
+from tests.fake_vlm import FakeVLM, version
 from tests.scripted_judge import Transitioner, checkpoint_frames, kind
 from tests.workflow import REPO, default_config, snakemake
 from vgi_models.video import checkpoint_name, write_video
 from workflow_scripts.benchmark import load_instances
 from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.frames import encode_image
+from workflow_scripts.judge.schemas import LABELS
 from workflow_scripts.judge.settings import Protocol, instance_params
+from workflow_scripts.judge.templates import load_templates
 from workflow_scripts.study import Study, StudyError
 from workflow_scripts.transitions import (
     agreement,
@@ -36,6 +38,7 @@ from workflow_scripts.transitions import (
 
 STEPS = (1, 2, 3, 4, 10, 20, 40)
 PAIRS = [(1, 2), (2, 3), (3, 4), (4, 10), (10, 20), (20, 40)]
+TEMPLATES = load_templates(None, ["transition"])
 SAMPLED = [(0, 0.0), (3, 0.19), (6, 0.38), (8, 0.5)]  # frame, time as shown (2 decimals)
 
 
@@ -64,7 +67,8 @@ def study(table, specs) -> Study:
 
 def instance(table: pd.DataFrame, name: str) -> dict:
     row = table.loc[name]
-    return {**json.loads(instance_params(row)), "image": row["image"], "gt_image": row["gt_image"]}
+    paths = {"image": row["image"], "gt_image": row["gt_image"]}
+    return {**json.loads(instance_params(row)), "task": row["task"], **paths}
 
 
 @pytest.fixture
@@ -85,7 +89,9 @@ def label(tmp_path, monkeypatch):
 
             async def labelled():
                 async with VLMClient.from_config(config, tmp_path / "cache") as client:
-                    return await label_pairs(client, instance, denoise, pairs, human, 4, Protocol())
+                    return await label_pairs(
+                        client, instance, denoise, pairs, human, 4, Protocol(), TEMPLATES
+                    )
 
             return asyncio.run(labelled()), fake.requests
 
@@ -104,13 +110,16 @@ def test_one_call_per_pair_shows_references_goal_and_both_checkpoints(label, tab
         a, b = frames[0][0], frames[-1][0]
         assert frames == [(step, i, t) for step in (a, b) for i, t in SAMPLED]
         shown.add((a, b))
-        instructions = received.texts[-1]
-        assert instructions.startswith("# Checkpoint transition") and row["goal"] in instructions
-        assert all(f"{n}. {item}" in instructions for n, item in enumerate(row["checklist"], 1))
+        text = "\n".join(received.texts)
+        assert row["task"] in text and row["goal"] in text
+        assert all(f"{n}. {item}" in text for n, item in enumerate(row["checklist"], 1))
+        assert all(label in received.texts[-1] for label in LABELS)  # defined after the frames
+        assert received.system == TEMPLATES["transition_system.txt"]
     assert shown == set(PAIRS)
 
     assert document["status"] == "ok" and "reason" not in document
     assert (document["calls"], document["cached_calls"]) == (6, 0) and document["tokens"]["total"]
+    assert document["model_version"] == version("fake-model")
     assert [(p["from"], p["to"]) for p in document["pairs"]] == PAIRS
     decided = document["pairs"][3]
     assert decided == {
@@ -196,6 +205,19 @@ def test_pairs_default_to_consecutive_steps_and_must_be_decoded(study):
         "transitions.pairs: 4->2: the earlier step must come first",
         "transitions.pairs: a pair is listed twice",
     ]
+
+
+def test_pool_defaults_to_the_papers_four_else_their_tiny_counterparts(table, specs):
+    def pool(models, chosen=None):
+        study = Study({m: specs[m] for m in models}, table, STEPS, "x0")
+        return load_transitions({"transitions": {"pool": chosen}}, study).pool
+
+    assert pool(["tiny_wan22", "tiny_ltx23", "tiny_wan21"]) == ("tiny_wan22", "tiny_ltx23")
+    paper = ["wan21_i2v_14b", "ltx23_i2v", "tiny_wan22", "wan22_i2v_a14b"]
+    assert pool(paper) == ("wan22_i2v_a14b", "ltx23_i2v")
+    assert pool(paper, ["wan21_i2v_14b"]) == ("wan21_i2v_14b",)
+    with pytest.raises(StudyError, match=r"transitions.pool: 'vbvr_wan22' is not among"):
+        pool(paper, ["vbvr_wan22"])
 
 
 def write_csv(path: Path, *rows: str) -> Path:

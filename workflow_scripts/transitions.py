@@ -38,7 +38,10 @@ from workflow_scripts.study import Study, StudyError
 if TYPE_CHECKING:
     from workflow_scripts.judge.client import VLMClient
 
-DEFAULTS = {"pairs": None, "frames_per_checkpoint": 4, "human_labels": None}
+DEFAULTS = {"pairs": None, "frames_per_checkpoint": 4, "human_labels": None, "pool": None}
+# Table 7's pooled models: the paper's four, else (a CPU run) their tiny counterparts.
+PAPER_POOL = ("wan22_i2v_a14b", "vbvr_wan22", "hunyuan15_i2v", "ltx23_i2v")
+TINY_POOL = ("tiny_wan22", "tiny_vbvr_wan22", "tiny_hunyuan15", "tiny_ltx23")
 HUMAN_COLUMNS = ("model", "instance", "from", "to", "label")
 PAIR_COLUMNS = (
     *("model", "task", "instance", "from", "to", "label", "source", "evidence"),
@@ -50,11 +53,13 @@ Pair = tuple[int, int]
 
 @dataclass(frozen=True)
 class Transitions:
-    """The checkpoint pairs to label and the human labels by (model, instance)."""
+    """The checkpoint pairs to label, the human labels by (model, instance) and the models
+    pooled in Table 7's `all` rows."""
 
     pairs: tuple[Pair, ...]
     frames_per_checkpoint: int
     human: Mapping[tuple[str, str], list[dict]]
+    pool: tuple[str, ...]
 
     def params(self) -> str:
         """The settings that determine every video's labels, as JSON."""
@@ -84,9 +89,22 @@ def load_transitions(config: Mapping, study: Study) -> Transitions:
         problems.append("transitions.pairs: a pair is listed twice")
     path = settings["human_labels"]
     human = _read_human(path, study, pairs, problems) if path else {}
+    pool = _pool(settings["pool"], list(study.models), problems)
     if problems:
         raise StudyError(problems)
-    return Transitions(tuple(pairs), settings["frames_per_checkpoint"], human)
+    return Transitions(tuple(pairs), settings["frames_per_checkpoint"], human, pool)
+
+
+def _pool(pool: Sequence[str] | None, models: Sequence[str], problems: list[str]):
+    """`transitions.pool` checked against the run's models; None: the paper's four models
+    of the run, or where it has none of them, their tiny counterparts in it."""
+    if pool is None:
+        paper = [model for model in PAPER_POOL if model in models]
+        return tuple(paper or [model for model in TINY_POOL if model in models])
+    for model in pool:
+        if model not in models:
+            problems.append(f"transitions.pool: {model!r} is not among models {list(models)}")
+    return tuple(pool)
 
 
 def _read_human(path: str, study: Study, pairs: Sequence[Pair], problems: list[str]) -> dict:
@@ -171,13 +189,15 @@ async def label_pairs(
     human: Sequence[Mapping],
     frames_per_checkpoint: int,
     protocol: Protocol,
+    templates: Mapping[str, str],
 ) -> dict:
     """transitions.json of one video: one call per pair, run together (the client caps them).
 
-    `instance` holds the texts of `judge.settings.instance_params` and the `image` and
-    `gt_image` paths; `denoise` the checkpoint videos; `human` this video's human labels.
-    `calls` counts the calls sent (failed ones included), `cached_calls` the cache hits,
-    `tokens` the usage of every reply (cached ones included).
+    `instance` holds the texts of `judge.settings.instance_params`, `task` and the `image`
+    and `gt_image` paths; `denoise` the checkpoint videos; `human` this video's human
+    labels; `templates` the transition templates by file name. `calls` counts the calls
+    sent (failed ones included), `cached_calls` the cache hits, `tokens` the usage of
+    every reply (cached ones included), `model_version` the version the backend reported.
     """
     from workflow_scripts.judge import transition_prompts as prompts  # the VLM SDKs
     from workflow_scripts.judge.client import JudgeCallError, Request
@@ -197,19 +217,19 @@ async def label_pairs(
         )
         for step in steps
     }
-    counts, tokens = Counter(calls=0, cached_calls=0), Counter()
+    counts, tokens, versions = Counter(calls=0, cached_calls=0), Counter(), set()
+    system = templates["transition_system.txt"]
 
     async def ask(a: int, b: int) -> dict | JudgeCallError:
-        parts = prompts.transition(
-            refs, (a, frames[a]), (b, frames[b]), instance["goal"], instance["checklist"]
-        )
+        parts = prompts.transition(templates, refs, (a, frames[a]), (b, frames[b]), instance)
         try:
-            reply = await client.ask(Request("transition", parts, TRANSITION, prompts.SYSTEM))
+            reply = await client.ask(Request("transition", parts, TRANSITION, system))
         except JudgeCallError as err:
             counts["calls"] += 1
             return err
         counts["cached_calls" if reply.cached else "calls"] += 1
         tokens.update(reply.usage)
+        versions.update([reply.model_version] if reply.model_version else [])
         return reply.data
 
     replies = await asyncio.gather(*(ask(a, b) for a, b in pairs))
@@ -222,7 +242,8 @@ async def label_pairs(
         if reply or (a, b) in human_of:
             listed.append(_pair(a, b, reply, human_of.get((a, b))))
     status = {"status": "error", "reason": "; ".join(errors)} if errors else {"status": "ok"}
-    return {**status, "pairs": listed, **counts, "tokens": dict(tokens)}
+    version = ", ".join(sorted(versions)) or None
+    return {**status, "pairs": listed, **counts, "tokens": dict(tokens), "model_version": version}
 
 
 def _documents(paths: Iterable[str | Path]):
@@ -287,8 +308,8 @@ def label_transitions_job(argv: list[str]) -> None:
 
     settings = json.loads(job.transitions)
     instance = json.loads(job.instance)
-    instance.update(image=job.image, gt_image=job.gt or None)
-    protocol = Protocol(**json.loads(job.judge)["protocol"])
+    instance.update(task=Path(job.denoise).parts[-3], image=job.image, gt_image=job.gt or None)
+    judge = json.loads(job.judge)
 
     async def label() -> dict:
         async with VLMClient.from_config(json.loads(job.client), job.cache) as client:
@@ -299,7 +320,8 @@ def label_transitions_job(argv: list[str]) -> None:
                 [tuple(pair) for pair in settings["pairs"]],
                 json.loads(job.human),
                 settings["frames_per_checkpoint"],
-                protocol,
+                Protocol(**judge["protocol"]),
+                judge["prompts"],
             )
 
     document = run_vlm_calls(label)

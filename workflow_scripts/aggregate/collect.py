@@ -43,7 +43,8 @@ def collect(
     ``instances`` is indexed by instance with columns task, level, domain, skills and
     overlap_group. With ``transitions=False`` no transitions.json is read (every
     ``transitions_status`` is ``missing``). Every pair a transitions.json lists is
-    taken, whatever its status: a pair whose call failed is not listed.
+    taken with its document's status (``transitions_status``): a pair whose call failed
+    is not listed.
     """
     rows, pairs = [], []
     for model in models:
@@ -69,6 +70,7 @@ def collect(
                     "domain": info["domain"],
                     **{key: pair.get(key) for key in PAIR_COLUMNS},
                     "step_pair": f"{pair['from']}→{pair['to']}",
+                    "transitions_status": labels["status"],
                 }
                 for pair in labels.get("pairs", [])
             ]
@@ -77,4 +79,4 @@ def collect(
     results[numeric] = results[numeric].astype(float)
     results["strict_success"] = results["strict_success"].astype("boolean")
     columns = ["model", "instance", "task", "domain", "from", "to", "step_pair", "label", "source"]
-    return results, pd.DataFrame(pairs, columns=columns)
+    return results, pd.DataFrame(pairs, columns=[*columns, "transitions_status"])

@@ -29,7 +29,7 @@ def tables_job(smk) -> None:
             smk.config["outdir"],
             transitions=bool(smk.input.get("transitions")),
         )
-        tables = all_tables(results, pairs, smk.params.vbvr_pairs)
+        tables = all_tables(results, pairs, smk.params.vbvr_pairs, smk.params.pool)
         for name, table in tables.items():
             table.to_csv(smk.output[name], index=False)
         print(tables["errors"].to_string(index=False))

@@ -5,9 +5,9 @@ bootstrap 95% CI (``_ci_low``/``_ci_high``) and ``n``, the number of values aver
 Only ``ok`` instances are averaged (``collect`` leaves the others' scores empty): an
 ``error`` or ``missing`` one is left out, never counted as 0, and is counted in
 :func:`errors`; a cell without any keeps its row, with ``n`` 0 and no mean. Pooled
-rows: model ``all`` pools every model's instances, domain ``overall`` every domain's,
-level ``avg`` every level's: each is the mean over the pooled instances, not a mean of
-the cells' means.
+rows: model ``all`` pools every model's instances (Table 7: ``transitions.pool``'s),
+domain ``overall`` every domain's, level ``avg`` every level's: each is the mean over
+the pooled instances, not a mean of the cells' means.
 
 CIs are percentile bootstraps of the mean: ``RESAMPLES`` resamples with replacement of
 the cell's values (instances; tasks in :func:`overlap_groups`), each cell drawn from
@@ -16,7 +16,7 @@ the cell's values (instances; tasks in :func:`overlap_groups`), each cell drawn 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -149,12 +149,21 @@ def overlap_groups(
     return table.astype({"delta_n": "Int64"})
 
 
-def transitions(pairs: pd.DataFrame, seed=SEED, resamples=RESAMPLES) -> pd.DataFrame:
-    """Table 7: per model and step pair, the percentage of each label (they sum to 100)."""
+def transitions(
+    pairs: pd.DataFrame, pool: Sequence[str], seed=SEED, resamples=RESAMPLES
+) -> pd.DataFrame:
+    """Table 7: per model and step pair, the percentage of each label (they sum to 100).
+
+    An instance whose labelling failed for any pair (``transitions_status`` ``error``)
+    leaves every pair of its model, so that a model's step pairs are over the same
+    instances; model ``all`` pools the models of ``pool`` (none: no ``all`` rows).
+    """
     unknown = set(pairs["label"]) - set(LABELS)
     if unknown:
         raise ValueError(f"unknown transition labels {sorted(map(str, unknown))}")
-    frame = _pool(pairs, model="all")
+    kept = pairs[pairs["transitions_status"] != "error"]
+    frame = pd.concat([kept, kept[kept["model"].isin(pool)].assign(model="all")])
+    frame = frame.reset_index(drop=True)
     shares = pd.get_dummies(frame["label"]).reindex(columns=list(LABELS), fill_value=0) * 100.0
     frame = pd.concat([frame[["model", "from", "to"]], shares], axis=1)
     table = _summary(frame, ["model", "from", "to"], list(LABELS), seed, resamples)
@@ -163,7 +172,9 @@ def transitions(pairs: pd.DataFrame, seed=SEED, resamples=RESAMPLES) -> pd.DataF
 
 
 def errors(results: pd.DataFrame) -> pd.DataFrame:
-    """Instances selected per model, and how many are ok, error, missing (scores, transitions)."""
+    """Instances selected per model, and how many are ok, error, missing (scores, transitions);
+    ``transitions_failed`` lists the instances whose labelling failed (left out of Table 7;
+    ``model/instance`` in the ``all`` row)."""
     frame = _pool(results, model="all")
     models = pd.unique(frame["model"])
 
@@ -173,13 +184,19 @@ def errors(results: pd.DataFrame) -> pd.DataFrame:
 
     scores, labels = count("status"), count("transitions_status").add_prefix("transitions_")
     table = pd.concat([scores.sum(axis=1).rename("selected"), scores, labels], axis=1)
-    return table.rename_axis("model").reset_index().rename_axis(columns=None)
+    table = table.rename_axis("model").reset_index().rename_axis(columns=None)
+    failed = results[results["transitions_status"] == "error"]
+    listed = failed.groupby("model")["instance"].agg(" ".join)
+    listed["all"] = " ".join(failed["model"] + "/" + failed["instance"])
+    table["transitions_failed"] = table["model"].map(listed).fillna("")
+    return table
 
 
 def all_tables(
     results: pd.DataFrame,
     pairs: pd.DataFrame,
     vbvr_pairs: Mapping[str, str] = VBVR_PAIRS,
+    pool: Sequence[str] = (),
     seed: int = SEED,
     resamples: int = RESAMPLES,
 ) -> dict[str, pd.DataFrame]:
@@ -190,6 +207,6 @@ def all_tables(
         "strict_success": strict_success(results, seed, resamples),
         "skills": skills(results, seed, resamples),
         "overlap_groups": overlap_groups(results, vbvr_pairs, seed, resamples),
-        "transitions": transitions(pairs, seed, resamples),
+        "transitions": transitions(pairs, pool, seed, resamples),
         "errors": errors(results),
     }

@@ -1,6 +1,7 @@
 """The VLM backends behind `VLMClient`: Gemini through google-genai, and any
-OpenAI-compatible endpoint (e.g. vLLM). Each turns a `Request` into the reply's text and its
-token usage, and raises `Fault` for what is worth another attempt."""
+OpenAI-compatible endpoint (e.g. vLLM). Each turns a `Request` into the reply's text, its
+token usage and the model version the server reports, and raises `Fault` for what is
+worth another attempt. Both cap the reply at MAX_OUTPUT_TOKENS, as the official judge."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ except ImportError:  # older SDKs
 if TYPE_CHECKING:
     from workflow_scripts.judge.client import Request
 
+MAX_OUTPUT_TOKENS = 8000
 USAGE_KEYS = ("prompt", "candidates", "thoughts", "cached", "total")
 BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
 
@@ -119,6 +121,7 @@ class _Gemini:
         resolution, thinking = config["media_resolution"], config["thinking_level"]
         self.settings = {
             "response_mime_type": "application/json",
+            "max_output_tokens": MAX_OUTPUT_TOKENS,
             "temperature": config["temperature"],
             "media_resolution": f"MEDIA_RESOLUTION_{resolution.upper()}" if resolution else None,
             "thinking_config": types.ThinkingConfig(thinking_level=thinking.upper())
@@ -126,7 +129,7 @@ class _Gemini:
             else None,
         }
 
-    async def generate(self, request: Request) -> tuple[str, dict]:
+    async def generate(self, request: Request) -> tuple[str, dict, str | None]:
         contents = [
             types.Part.from_text(text=part.text)
             if part.image is None
@@ -165,7 +168,8 @@ class _Gemini:
             prefix = "blocked" if finish in BLOCKED else "finish_reason"
             raise Fault(f"{prefix}: {finish}", usage=usage)
         parts = candidate.content.parts if candidate.content and candidate.content.parts else []
-        return "".join(part.text for part in parts if part.text and not part.thought), usage
+        text = "".join(part.text for part in parts if part.text and not part.thought)
+        return text, usage, response.model_version
 
     async def aclose(self) -> None:
         await self.client.aio.aclose()
@@ -186,7 +190,7 @@ class _OpenAI:
             api_key=key, base_url=config["base_url"], max_retries=0, timeout=config["timeout_s"]
         )
 
-    async def generate(self, request: Request) -> tuple[str, dict]:
+    async def generate(self, request: Request) -> tuple[str, dict, str | None]:
         content = [
             {"type": "text", "text": part.text}
             if part.image is None
@@ -202,7 +206,11 @@ class _OpenAI:
         extra = {} if self.temperature is None else {"temperature": self.temperature}
         try:
             response = await self.client.chat.completions.create(
-                model=self.model, messages=messages, response_format=response_format, **extra
+                model=self.model,
+                messages=messages,
+                response_format=response_format,
+                max_tokens=MAX_OUTPUT_TOKENS,
+                **extra,
             )
         except openai.APIStatusError as error:
             body = error.body
@@ -231,7 +239,7 @@ class _OpenAI:
             raise Fault(f"blocked: {choice.finish_reason}", usage=usage)
         if choice.finish_reason not in (None, "stop"):
             raise Fault(f"finish_reason: {choice.finish_reason}", usage=usage)
-        return choice.message.content or "", usage
+        return choice.message.content or "", usage, response.model
 
     async def aclose(self) -> None:
         await self.client.close()

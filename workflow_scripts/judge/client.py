@@ -100,12 +100,14 @@ class Request:
 
 @dataclass
 class Reply:
-    """A checked reply; `usage` sums every attempt's tokens (a cache hit: the stored ones)."""
+    """A checked reply; `usage` sums every attempt's tokens (a cache hit: the stored ones);
+    `model_version` is the version the server reported, if any."""
 
     data: dict
     usage: dict
     cached: bool
     attempts: int
+    model_version: str | None = None
 
 
 def _check(data, schema: dict, validate: Callable[[dict], None] | None) -> None:
@@ -215,7 +217,7 @@ class VLMClient:
             self._failed = asyncio.Event()
         return self._semaphore, self._backend
 
-    async def _send(self, request: Request) -> tuple[str, dict]:
+    async def _send(self, request: Request) -> tuple[str, dict, str | None]:
         """The backend's reply; until one call has succeeded, calls go one at a time."""
         try:
             if not self._answered:
@@ -228,7 +230,7 @@ class VLMClient:
         except ServiceError as error:
             raise self._service_failed(self._redact(error.reason)) from None
 
-    async def _generate(self, request: Request) -> tuple[str, dict]:
+    async def _generate(self, request: Request) -> tuple[str, dict, str | None]:
         semaphore, backend = self._bind()
         async with semaphore:
             if self._failure is not None:  # failed while this call waited
@@ -261,13 +263,13 @@ class VLMClient:
 
     async def _call(self, request: Request, validate) -> Reply:
         self._bind()
-        usage, attempts = usage_counts(), 0
+        usage, attempts, version = usage_counts(), 0, None
 
         async def attempt() -> dict:
-            nonlocal attempts
+            nonlocal attempts, version
             attempts += 1
             try:
-                text, spent = await self._send(request)
+                text, spent, version = await self._send(request)
                 for key in USAGE_KEYS:
                     usage[key] += spent[key]
                 try:
@@ -298,7 +300,7 @@ class VLMClient:
                 raise self._service_failed(reason) from None
             log.warning("judge %s: failed: %s", request.kind, reason)
             raise JudgeCallError(reason) from None
-        return Reply(data=data, usage=usage, cached=False, attempts=attempts)
+        return Reply(data, usage, cached=False, attempts=attempts, model_version=version)
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         hint = state.outcome.exception().retry_after
@@ -333,7 +335,8 @@ class VLMClient:
         except (ValueError, KeyError, TypeError, Fault) as error:
             log.warning("judge %s: ignoring cache entry %s (%s)", request.kind, path, error)
             return None
-        return Reply(data=record["data"], usage=record["usage"], cached=True, attempts=0)
+        version = record.get("model_version")
+        return Reply(record["data"], record["usage"], True, 0, model_version=version)
 
     def _write_cache(self, path: Path, request: Request, reply: Reply) -> None:
         """Writes the reply atomically: a temporary file in the same folder, then a rename."""
@@ -344,6 +347,7 @@ class VLMClient:
             "data": reply.data,
             "usage": reply.usage,
             "attempts": reply.attempts,
+            "model_version": reply.model_version,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         write_json(path, record, indent=1)

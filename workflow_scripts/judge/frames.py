@@ -26,7 +26,7 @@ class Frame:
     jpeg: bytes
 
 
-def to_jpeg(image: Image.Image, long_side: int, quality: int = 90) -> bytes:
+def to_jpeg(image: Image.Image, long_side: int, quality: int = 88) -> bytes:
     """`image` shrunk to `long_side` on its long side (never enlarged), as JPEG bytes."""
     scale = long_side / max(image.size)
     if scale < 1:
@@ -49,6 +49,31 @@ def video_duration(video: str | Path) -> float:
     return len(reader) / reader.get_avg_fps()
 
 
+def frame_indices(
+    count: int, rate: float, fps: float, start: float = 0.0, end: float | None = None
+) -> list[int]:
+    """The frames sampled at `fps` from a clip of `count` frames at `rate` fps.
+
+    The whole clip (no `end`), as the official sampler: t_k = k / fps for k < n,
+    n = round(duration x fps) + 1, the last time set to duration - 1 / rate (the last
+    frame is always in), duration = count / rate. An interval: times start,
+    start + 1/fps, ... <= end (clipped to the clip). A time t maps to frame
+    round(t x rate) (halves up), clipped to the clip; repeats are dropped.
+    """
+    duration = count / rate
+    start = max(0.0, start)
+    if end is None:
+        times = [k / fps for k in range(round(duration * fps) + 1)]
+        times[-1] = duration - 1 / rate
+    else:
+        end = min(end, duration)
+        if end < start:
+            raise ValueError(f"empty interval [{start}, {end}]")
+        steps = math.floor((end - start) * fps + 1e-6)
+        times = [start + k / fps for k in range(steps + 1)]
+    return list(dict.fromkeys(min(count - 1, math.floor(t * rate + 0.5)) for t in times))
+
+
 def sample_frames(
     video: str | Path,
     fps: float,
@@ -56,21 +81,14 @@ def sample_frames(
     end: float | None = None,
     long_side: int = 512,
 ) -> list[Frame]:
-    """Frames at times start, start + 1/fps, ... <= end (None: the clip's end).
-
-    A time t maps to frame round(t * video_fps), clipped to the clip and de-duplicated,
-    so the last sample of a whole-clip pass is the last frame; a frame's time is
-    index / video_fps.
-    """
+    """The frames of `frame_indices` (None `end`: the whole clip); a frame's time is
+    index / video fps."""
     reader = decord.VideoReader(str(video))
     rate, count = reader.get_avg_fps(), len(reader)
-    start = max(0.0, start)
-    end = count / rate if end is None else min(end, count / rate)
-    if end < start:
-        raise ValueError(f"{video}: empty interval [{start}, {end}]")
-    steps = math.floor((end - start) * fps + 1e-6)
-    times = (start + k / fps for k in range(steps + 1))
-    indices = list(dict.fromkeys(min(count - 1, math.floor(t * rate + 0.5)) for t in times))
+    try:
+        indices = frame_indices(count, rate, fps, start, end)
+    except ValueError as err:
+        raise ValueError(f"{video}: {err}") from None
     batch = reader.get_batch(indices).asnumpy()
     return [
         Frame(index, index / rate, to_jpeg(Image.fromarray(pixels), long_side))

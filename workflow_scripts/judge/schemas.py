@@ -1,8 +1,9 @@
 """JSON schemas of the judge's replies (DESIGN, "Interface contract").
 
-They stay within the subset Gemini's `response_json_schema` accepts; whatever a schema
-cannot say (which frames a window may cite, checklist indices each once) is checked by
-the protocol's validate callbacks.
+They stay within the subset Gemini's `response_json_schema` accepts. Only a reply that
+does not match its schema is retried; what a schema leaves open is taken as the official
+judge takes it (`protocol`): citations of frames not shown are dropped, uncovered frames
+accepted, a checklist item left out of a verdict asked once more, then counted as 1.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ COMPLETENESS = _object(tier={"type": "integer", "minimum": 0, "maximum": 2}, rea
 WINDOW = _object(
     evaluations={
         "type": "array",
-        "minItems": 1,
         "items": _object(frame_indices={**_INDICES, "minItems": 1}, comment=_TEXT),
     },
     frames_to_inspect_closely=_INDICES,
@@ -43,7 +43,7 @@ TRANSITION = _object(
 
 
 def polish(k: int) -> dict:
-    """The polish reply for a checklist of `k` items: exactly `k` entries, indices 1..k."""
+    """The verdict (polish) reply for a checklist of `k` items: entries with indices 1..k."""
     item = _object(
         index={"type": "integer", "minimum": 1, "maximum": k},
         n_violations={"type": "integer", "minimum": 0},
@@ -51,6 +51,6 @@ def polish(k: int) -> dict:
     )
     return _object(
         by_range={"type": "array", "items": _object(global_frames=_TEXT, summary=_TEXT)},
-        checklist={"type": "array", "minItems": k, "maxItems": k, "items": item},
+        checklist={"type": "array", "items": item},
         overall_reasoning=_TEXT,
     )

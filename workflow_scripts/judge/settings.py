@@ -1,7 +1,9 @@
 """The judge settings a score depends on, light enough to import while Snakemake parses.
 
-`judge_params` and `instance_params` give the `judge` rule's params: everything that
-determines a score, and nothing that only changes how calls are made.
+`judge_params` and `instance_params` give the VLM rules' params: everything that
+determines an answer, and nothing that only changes how calls are made. The prompt
+templates' texts (after `judge.prompts`) are part of them, per rule: a rule's params
+hold only the templates of its own calls, so editing one reruns only the rule it feeds.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+from workflow_scripts.judge.templates import load_templates
 
 # Judge settings that change how calls are made, never what they answer.
 RUN_SETTINGS = (
@@ -20,7 +24,9 @@ RUN_SETTINGS = (
     "timeout_s",
     "backoff_initial_s",
     "backoff_max_s",
+    "prompts",  # a folder: its templates' texts are in the params instead
 )
+JUDGE_CALLS = ("completeness", "window", "verdict")  # rule judge; label_transitions: transition
 
 
 @dataclass(frozen=True)
@@ -41,10 +47,12 @@ class Protocol:
             raise ValueError(f"judge.protocol: need 0 <= overlap < window, got {self}")
 
 
-def judge_params(judge_config: Mapping) -> str:
-    """The judge settings that determine a score (not the key, endpoint or pacing), as JSON."""
+def judge_params(judge_config: Mapping, calls=JUDGE_CALLS) -> str:
+    """The judge settings that determine the answers of `calls` (not the key, endpoint or
+    pacing), with their templates under `prompts`, as JSON."""
     settings = {k: v for k, v in judge_config.items() if k not in RUN_SETTINGS}
     settings["protocol"] = asdict(Protocol(**judge_config.get("protocol", {})))
+    settings["prompts"] = load_templates(judge_config.get("prompts"), calls)
     return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
 
