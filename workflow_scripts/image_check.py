@@ -1,0 +1,54 @@
+"""A full decode of every benchmark image, remembered across runs in a cache file.
+
+Reading only an image's header lets a truncated file through to a GPU job; decoding
+every pixel of 810 release-size PNGs takes seconds (bench/image_check.py), too long to
+repeat at every parse. A decoded image's size is remembered by its absolute path, byte
+size and modification time; a failure is never remembered, so it is reported every time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from PIL import Image
+
+
+class ImageCheck:
+    """`size(path)` of fully decoded images; a context whose exit saves the cache file."""
+
+    def __init__(self, cache: str | Path | None = None) -> None:
+        self.cache = Path(cache) if cache else None
+        self.known: dict[str, list[int]] = {}
+        self.changed = False
+        if self.cache and self.cache.is_file():
+            try:
+                self.known = json.loads(self.cache.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self.known = {}  # a damaged cache only costs a full check
+
+    def size(self, path: str | Path) -> tuple[int, int]:
+        """(width, height) after decoding every pixel; raises `OSError` (or
+        `Image.DecompressionBombError`) for a file that does not decode."""
+        key, stat = os.path.abspath(path), os.stat(path)
+        stamp = [stat.st_size, stat.st_mtime_ns]
+        entry = self.known.get(key)
+        if entry and entry[:2] == stamp:
+            return entry[2], entry[3]
+        with Image.open(path) as image:
+            image.load()
+            width, height = image.size
+        self.known[key], self.changed = [*stamp, width, height], True
+        return width, height
+
+    def __enter__(self) -> ImageCheck:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not (self.cache and self.changed):
+            return
+        self.cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.cache.with_name(f"{self.cache.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps(self.known), encoding="utf-8")
+        os.replace(partial, self.cache)  # concurrent parses: the last complete file wins
