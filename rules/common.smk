@@ -7,6 +7,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 import workflow_scripts
+from workflow_scripts.benchmark import TASK_NAME
 from workflow_scripts.study import StudyError, load_study
 
 OUT = config["outdir"]
@@ -17,7 +18,7 @@ with open(config["model_registry"], encoding="utf-8") as registry_file:
 validate(REGISTRY, "../config/schemas/models.schema.yaml")
 
 try:
-    STUDY = load_study(config, REGISTRY)
+    STUDY = load_study(config, REGISTRY, image_cache=".snakemake/vgi_image_check.json")
 except StudyError as err:
     raise WorkflowError(str(err)) from None
 
@@ -29,7 +30,7 @@ GENERATION_PARAMS = {model: STUDY.generation_params(model) for model in STUDY.mo
 
 wildcard_constraints:
     model="|".join(STUDY.models),
-    task="[A-Za-z0-9_]+",
+    task=TASK_NAME.pattern,
     instance="[^/]+",
 
 
@@ -46,11 +47,16 @@ ENTRY_DIR = os.path.join(os.path.dirname(workflow_scripts.__file__), "entry")
 ENTRY = f"{literal(PYTHON)} {literal(ENTRY_DIR)}"
 
 
-def per_instance(pattern):
-    """`pattern` (under RUN) for every selected (model, instance)."""
+def one_of(names):
+    """A wildcard constraint matching exactly `names` (nothing when there are none)."""
+    return "|".join(names) or "(?!)"
+
+
+def per_instance(pattern, models=STUDY.models):
+    """`pattern` (under RUN) for every selected (model, instance) of `models`."""
     return [
         pattern.format(model=model, task=task, instance=instance)
-        for model in STUDY.models
+        for model in models
         for instance, task in INSTANCES["task"].items()
     ]
 
@@ -66,6 +72,16 @@ def model_runs(pattern):
         pattern.format(model=wildcards.model, task=task, instance=instance)
         for instance, task in INSTANCES["task"].items()
     ]
+
+
+def generated_runs(pattern):
+    """Input function: `model_runs(pattern)` for a model the workflow generates, else none
+    (videos made elsewhere have no checkpoints)."""
+    return lambda wildcards: (
+        model_runs(pattern)(wildcards)
+        if STUDY.models[wildcards.model].generates
+        else []
+    )
 
 
 @functools.cache
