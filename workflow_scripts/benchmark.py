@@ -213,14 +213,15 @@ def _load_task(
         problems.extend(f"{task}: {what} ({path})" for what, path in task_problems)
         return []
 
-    instances = []  # (level, instance, id, image, reference image)
+    instances = []  # (level, instance, id, image, reference image, reference description)
     for level in levels:
         folder = task_dir / "input_image" / f"lv{level}"
         files = _list_files(folder)
         inputs = {path.name: path for path in files}
         raw = {path.name: path for path in _list_files(task_dir / "_raw" / f"lv{level}")}
         for instance, id_, image in _find_instances(task, level, folder, files, problems):
-            instances.append((level, instance, id_, image, _gt_image(instance, inputs, raw)))
+            gt_image, desc = _gt_image(instance, inputs, raw), raw.get(f"{instance}_gt_desc.json")
+            instances.append((level, instance, id_, image, gt_image, desc))
 
     spec = task_dir / "judge_spec"
     prompt_path = task_dir / "prompt" / "video_gen_prompt" / f"{task}.txt"
@@ -234,15 +235,14 @@ def _load_task(
     problems.extend(f"{s}: {what} ({path})" for what, path in task_problems for s in subjects)
 
     rows = []
-    for level, instance, id_, image, gt_image in instances:
+    for level, instance, id_, image, gt_image, desc in instances:
         own: list[Problem] = []
         size = _image_size(image, "image", own, check)
         if size and (not size[1] or abs(size[0] / size[1] - ASPECT) > ASPECT_TOLERANCE):
             own.append((f"image is {size[0]}x{size[1]}, not 16:9", image))
         if gt_image:
             _image_size(gt_image, "reference image", own, check)
-        desc_path = task_dir / "_raw" / f"lv{level}" / f"{instance}_gt_desc.json"
-        own_desc = _read_reference([desc_path], own)
+        own_desc = _read_reference([desc] if desc else [], own)
         entry = rubric.select(entries, task, level, id_) if entries is not None else None
         parsed = rubric.goal_and_checklist(entry) if entry is not None else None
         if entries is not None and entry is None:
