@@ -24,6 +24,7 @@ rule tables:
         "../envs/analysis.yaml"
     params:
         models=list(STUDY.models),
+        no_checkpoints=list(STUDY.videos),
         vbvr_pairs=VBVR_PAIRS,
     script:
         "../workflow_scripts/entry/tables.py"

@@ -171,7 +171,8 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
     row = overall.query("model == 'ext' and domain == 'overall' and level == 'avg'")
     assert row["n"].item() == 5
     errors = pd.read_csv(results / "tables" / "errors.csv")
-    assert errors.query("model == 'ext'")["ok"].item() == 5
+    ext = errors.query("model == 'ext'")
+    assert (ext["ok"].item(), ext["transitions_missing"].item()) == (5, 0)  # none to label
     assert "ext" in (results / "gallery" / "index.html").read_text()
     assert {p.name for p in (results / "gallery" / "ext").glob("*.html")} == {
         f"{task}.html" for task in INSTANCES
@@ -181,3 +182,26 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
     assert len(exported) == 5
     for name in exported:  # the official judge's own pattern for output names
         assert re.fullmatch(r"ext_(maze_square|clock_running|sorting)_(lv\d)_(\d{3})\.mp4", name)
+
+
+def test_beside_a_generated_model_only_that_one_gets_gpu_jobs_and_transitions(release, tmp_path):
+    folder = tmp_path / "eval_res" / "ext"
+    write_videos(folder, prefix="ext")
+    config = videos_config(tmp_path, release, folder)
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry["ext"] = {"source": "videos", "videos": str(folder)}
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
+    config["models"], config["judge"] = ["tiny_wan22", "ext"], {"enabled": True}
+    result = snakemake(tmp_path, config, "-n")
+    assert result.returncode == 0, result.stdout[-3000:]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout.split("Job stats:")[1], re.M))
+    assert {rule: int(jobs[rule]) for rule in ("generate", "import_video", "judge")} == {
+        "generate": 5,
+        "import_video": 5,
+        "judge": 10,
+    }
+    assert int(jobs["label_transitions"]) == 5
+    assert (
+        re.findall(r"rule generate:\n(?:.*\n)*?\s+wildcards: model=(\w+)", result.stdout)
+        == ["tiny_wan22"] * 5
+    )

@@ -391,7 +391,9 @@ def test_jobs_write_every_table_and_plot(run, tmp_path):
         "taxonomy": str(root / "taxonomy.yaml"),
         "overlap": str(root / "overlap.yaml"),
     }
-    tables_job(job(inputs, table_paths, models=[M, V, L], vbvr_pairs=tables.VBVR_PAIRS))
+    tables_job(
+        job(inputs, table_paths, models=[M, V, L], no_checkpoints=[], vbvr_pairs=tables.VBVR_PAIRS)
+    )
     errors = pd.read_csv(table_paths["errors"])
     assert errors.columns[0] == "model" and errors.selected.tolist() == [7, 7, 7, 21]
     final = pd.read_csv(table_paths["final_by_domain_level"])
