@@ -6,6 +6,7 @@ temporary folder, then times over all of them
 
 - `header`: `Image.open(path).size`, what validation read before;
 - `full`: `Image.open(path).load()`, every pixel decoded (a truncated file fails);
+- `threads`: the same through `ImageCheck.warm` (a thread pool), no cache yet;
 - `cached`: `workflow_scripts.image_check.ImageCheck` with a warm cache file.
 
     python bench/image_check.py [--count N]
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -84,16 +86,19 @@ def main() -> None:
             paths.append(path)
         megabytes = sum(p.stat().st_size for p in paths) / 2**20
         cache = folder / "cache.json"
+        figures = {
+            "images": count,
+            "megabytes": round(megabytes, 1),
+            "cpus": os.cpu_count(),
+            "header_s": round(timed(paths, header), 3),
+            "full_s": round(timed(paths, full), 3),
+        }
         with ImageCheck(cache) as check:  # fills the cache
-            timed(paths, check.size)
+            start = time.perf_counter()
+            check.warm(paths)
+            figures["threads_s"] = round(time.perf_counter() - start, 3)
         with ImageCheck(cache) as check:
-            figures = {
-                "images": count,
-                "megabytes": round(megabytes, 1),
-                "header_s": round(timed(paths, header), 3),
-                "full_s": round(timed(paths, full), 3),
-                "cached_s": round(timed(paths, check.size), 3),
-            }
+            figures["cached_s"] = round(timed(paths, check.size), 3)
     for key, value in figures.items():
         print(f"{key:>10}  {value}")
     print(json.dumps(figures))

@@ -234,6 +234,7 @@ def _load_task(
     subjects = [instance for _, instance, *_ in instances] or [task]
     problems.extend(f"{s}: {what} ({path})" for what, path in task_problems for s in subjects)
 
+    check.warm(p for _, _, _, image, gt_image, _ in instances for p in (image, gt_image) if p)
     rows = []
     for level, instance, id_, image, gt_image, desc in instances:
         own: list[Problem] = []

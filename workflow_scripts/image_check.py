@@ -4,12 +4,16 @@ Reading only an image's header lets a truncated file through to a GPU job; decod
 every pixel of 810 release-size PNGs takes seconds (bench/image_check.py), too long to
 repeat at every parse. A decoded image's size is remembered by its absolute path, byte
 size and modification time; a failure is never remembered, so it is reported every time.
+`warm` decodes many images on threads (Pillow's decoders release the GIL).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from PIL import Image
@@ -41,6 +45,17 @@ class ImageCheck:
             width, height = image.size
         self.known[key], self.changed = [*stamp, width, height], True
         return width, height
+
+    def warm(self, paths: Iterable[str | Path]) -> None:
+        """Decode `paths` on threads, so that `size` finds them known; a file that does not
+        decode is left for `size` to report."""
+
+        def attempt(path):
+            with contextlib.suppress(OSError, SyntaxError, Image.DecompressionBombError):
+                self.size(path)
+
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+            list(pool.map(attempt, paths))
 
     def __enter__(self) -> ImageCheck:
         return self
