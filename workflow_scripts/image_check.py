@@ -32,30 +32,42 @@ class ImageCheck:
             except (OSError, ValueError):
                 self.known = {}  # a damaged cache only costs a full check
 
+    def _stamp(self, path: str | Path) -> tuple[str, list[int]]:
+        stat = os.stat(path)
+        return os.path.abspath(path), [stat.st_size, stat.st_mtime_ns]
+
+    def _known(self, key: str, stamp: list[int]) -> bool:
+        entry = self.known.get(key)
+        return bool(entry) and entry[:2] == stamp
+
+    def _unknown(self, path: str | Path) -> bool:
+        try:
+            return not self._known(*self._stamp(path))
+        except OSError:
+            return False  # missing: `size` reports it
+
     def size(self, path: str | Path) -> tuple[int, int]:
         """(width, height) after decoding every pixel; raises `OSError` (or
         `Image.DecompressionBombError`) for a file that does not decode."""
-        key, stat = os.path.abspath(path), os.stat(path)
-        stamp = [stat.st_size, stat.st_mtime_ns]
-        entry = self.known.get(key)
-        if entry and entry[:2] == stamp:
-            return entry[2], entry[3]
-        with Image.open(path) as image:
-            image.load()
-            width, height = image.size
-        self.known[key], self.changed = [*stamp, width, height], True
-        return width, height
+        key, stamp = self._stamp(path)
+        if not self._known(key, stamp):
+            with Image.open(path) as image:
+                image.load()
+                self.known[key], self.changed = [*stamp, *image.size], True
+        return self.known[key][2], self.known[key][3]
 
     def warm(self, paths: Iterable[str | Path]) -> None:
-        """Decode `paths` on threads, so that `size` finds them known; a file that does not
-        decode is left for `size` to report."""
+        """Decode the unknown of `paths` on threads, so that `size` finds them known; a
+        file that does not decode is left for `size` to report."""
 
         def attempt(path):
             with contextlib.suppress(OSError, SyntaxError, Image.DecompressionBombError):
                 self.size(path)
 
-        with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
-            list(pool.map(attempt, paths))
+        paths = [path for path in paths if self._unknown(path)]
+        if paths:
+            with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+                list(pool.map(attempt, paths))
 
     def __enter__(self) -> ImageCheck:
         return self
