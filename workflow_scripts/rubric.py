@@ -48,7 +48,7 @@ def select(found: dict[str, dict], task: str, level: int, id_: str) -> dict | No
 
 def goal_and_checklist(entry: dict) -> tuple[str, tuple[str, ...]] | str:
     """``(goal, checklist)`` of an entry, or what is wrong with its rubric."""
-    rubric = entry.get("rubric")
+    rubric = entry.get("rubric") or []  # an entry with only an `answer` has none
     if not isinstance(rubric, list) or not all(isinstance(item, str) for item in rubric):
         return "rubric is not a list of strings"
     items = [item.strip() for item in rubric]
