@@ -1,9 +1,10 @@
 """How long Snakemake takes to build the DAG of a paper-size study, and how much memory.
 
 Builds, in a temporary directory, a synthetic benchmark in the official VGI-Bench layout
-(every task of tasks/task_names.yaml x 3 levels x 10 instances, tiny 16:9 PNGs hard-linked
-from one file), a model registry with 7 copies of the `tiny_wan22` entry (different seeds)
-and a config pointing at both. Then it times the plain dry run
+(every task of tasks/task_names.yaml x 3 levels x 10 instances with 3-digit ids, tiny 16:9
+PNGs hard-linked from one file, a rubric entry per instance), a model registry with 7
+copies of the `tiny_wan22` entry (different seeds) and a config pointing at both. Then
+it times the plain dry run
 
     snakemake -s <repo>/Snakefile -d <tmp> --configfile <cfg> -n --quiet --cores 1
 
@@ -69,13 +70,18 @@ def build_benchmark(root: Path) -> None:
             folder = root / task / "input_image" / f"lv{level}"
             folder.mkdir(parents=True)
             for i in range(1, PER_LEVEL + 1):
-                os.link(png, folder / f"{task}_lv{level}_{i:02d}.png")
+                os.link(png, folder / f"{task}_lv{level}_{i:03d}.png")
         (root / task / "prompt/video_gen_prompt").mkdir(parents=True)
         (root / task / f"prompt/video_gen_prompt/{task}.txt").write_text(f"Solve the {task}.")
         spec = root / task / "judge_spec"
         spec.mkdir()
-        rubric = [f"Solve the {task}.", "No object changes shape.", "The camera stays still."]
-        (spec / f"_judge_rubric_{task}.json").write_text(json.dumps(rubric))
+        rubric = [f"Overall task: Solve the {task}.", "No object changes shape.", "No cuts."]
+        entries = [
+            {"id": f"{task}_lv{level}_{i:03d}", "rubric": rubric}
+            for level in LEVELS
+            for i in range(1, PER_LEVEL + 1)
+        ]  # one entry per instance, as the release has them
+        (spec / f"_judge_rubric_{task}.json").write_text(json.dumps(entries))
         (spec / "_completeness_judge.txt").write_text("0: unsolved. 1: partly. 2: solved.")
 
 

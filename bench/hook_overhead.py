@@ -28,7 +28,7 @@ from vgi_models.hooks import CheckpointRecorder
 from vgi_models.registry import load_registry
 
 REPO = Path(__file__).resolve().parents[1]
-IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_01.png"
+IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_001.png"
 STEPS = (1, 2, 3, 4, 10, 20, 40)
 MODELS = ("tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23")
 

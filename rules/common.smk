@@ -8,6 +8,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 import workflow_scripts
+from workflow_scripts.benchmark import TASK_NAME
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.schema import SchemaError, check
 from workflow_scripts.study import StudyError, load_study
@@ -28,7 +29,7 @@ except SchemaError as err:
 validate(REGISTRY, "../config/schemas/models.schema.yaml")  # fills in the defaults
 
 try:
-    STUDY = load_study(config, REGISTRY)
+    STUDY = load_study(config, REGISTRY, image_cache=".snakemake/vgi_image_check.json")
 except StudyError as err:
     raise WorkflowError(str(err)) from None
 
@@ -40,7 +41,7 @@ GENERATION_PARAMS = {model: STUDY.generation_params(model) for model in STUDY.mo
 
 wildcard_constraints:
     model="|".join(STUDY.models),
-    task="[A-Za-z0-9_]+",
+    task=TASK_NAME.pattern,
     instance="[^/]+",
 
 
@@ -60,11 +61,16 @@ os.environ.update(
 ENTRY = '"$VGI_PYTHON" "$VGI_ENTRY"'
 
 
-def per_instance(pattern):
-    """`pattern` (under RUN) for every selected (model, instance)."""
+def one_of(names):
+    """A wildcard constraint matching exactly `names` (nothing when there are none)."""
+    return "|".join(names) or "(?!)"
+
+
+def per_instance(pattern, models=STUDY.models):
+    """`pattern` (under RUN) for every selected (model, instance) of `models`."""
     return [
         pattern.format(model=model, task=task, instance=instance)
-        for model in STUDY.models
+        for model in models
         for instance, task in INSTANCES["task"].items()
     ]
 
@@ -80,6 +86,16 @@ def model_runs(pattern):
         pattern.format(model=wildcards.model, task=task, instance=instance)
         for instance, task in INSTANCES["task"].items()
     ]
+
+
+def generated_runs(pattern):
+    """Input function: `model_runs(pattern)` for a model the workflow generates, else none
+    (videos made elsewhere have no checkpoints)."""
+    return lambda wildcards: (
+        model_runs(pattern)(wildcards)
+        if STUDY.models[wildcards.model].generates
+        else []
+    )
 
 
 @functools.cache

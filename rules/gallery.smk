@@ -1,7 +1,7 @@
 rule contact_sheet:
     input:
         videos=model_runs(f"{RUN}/video.mp4"),
-        checkpoints=model_runs(f"{RUN}/denoise"),
+        checkpoints=generated_runs(f"{RUN}/denoise"),
     output:
         report(
             directory(f"{OUT}/gallery/{{model}}/sheets"),

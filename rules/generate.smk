@@ -23,6 +23,8 @@ rule generate:
         meta=f"{RUN}/generation.json",
     log:
         f"{OUT}/logs/generate/{{model}}/{{task}}/{{instance}}.log",
+    wildcard_constraints:
+        model=one_of(STUDY.generated),
     conda:
         "../envs/inference.yaml"
     threads: model_resource("threads", 1)
@@ -38,6 +40,23 @@ rule generate:
         "--model {wildcards.model} --settings {params.settings:q} --threads {threads} "
         "--image {input.image:q} --prompt {params.prompt:q} --video {output.video:q} "
         "> {log:q} 2>&1"
+
+
+# A model with `source: videos` brings its videos from its folder: a copy, no GPU job.
+rule import_video:
+    input:
+        lambda w: STUDY.videos[w.model][w.instance],
+    output:
+        f"{RUN}/video.mp4",
+    log:
+        f"{OUT}/logs/import_video/{{model}}/{{task}}/{{instance}}.log",
+    wildcard_constraints:
+        model=one_of(STUDY.videos),
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    shell:
+        "cp {input:q} {output:q} 2> {log:q}"
 
 
 rule generate_all:

@@ -4,7 +4,7 @@ from workflow_scripts.aggregate.tables import TABLES, VBVR_PAIRS
 rule tables:
     input:
         scores=per_instance(f"{RUN}/score.json"),
-        transitions=per_instance(f"{RUN}/transitions.json"),
+        transitions=per_instance(f"{RUN}/transitions.json", STUDY.generated),
         selected=f"{OUT}/instances/selected.csv",
         taxonomy=config["benchmark"]["taxonomy"],
         overlap=config["benchmark"]["overlap"],
@@ -24,6 +24,7 @@ rule tables:
         "../envs/analysis.yaml"
     params:
         models=list(STUDY.models),
+        no_checkpoints=list(STUDY.videos),
         vbvr_pairs=VBVR_PAIRS,
         pool=list(TRANSITIONS.pool),
     script:

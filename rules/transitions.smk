@@ -5,6 +5,11 @@ try:
     TRANSITIONS = load_transitions(config, STUDY)
 except StudyError as err:
     raise WorkflowError(str(err)) from None
+if STUDY.videos and workflow.is_main_process:
+    logger.info(
+        f"No transition labels for {', '.join(STUDY.videos)}: videos made elsewhere "
+        "have no denoising checkpoints."
+    )
 
 
 rule label_transitions:
@@ -36,7 +41,7 @@ rule label_transitions:
 
 rule transitions_all:
     input:
-        per_instance(f"{RUN}/transitions.json"),
+        per_instance(f"{RUN}/transitions.json", STUDY.generated),
 
 
 rule export_label_sheet:

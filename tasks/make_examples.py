@@ -1,12 +1,19 @@
 """Generate the small bundled example benchmark in the official VGI-Bench layout.
 
-Four tasks (one per domain), three levels, two instances per level:
+Four tasks (one per domain), three levels, two instances per level (3-digit ids):
 
     <root>/<task>/input_image/lv<N>/<task>_lv<N>_<id>.png
-    <root>/<task>/prompt/video_gen_prompt/<task>.txt
+    <root>/<task>/input_image/lv<N>/<task>_lv<N>_<id>_gt.png      (sorting: reference image)
+    <root>/<task>/prompt/{video,image}_gen_prompt/<task>.txt
     <root>/<task>/judge_spec/_judge_rubric_<task>.json
     <root>/<task>/judge_spec/_completeness_judge.txt
-    <root>/<task>/gt/lv<N>/<task>_lv<N>_<id>.png|.txt   (sorting, clock_running only)
+    <root>/<task>/judge_spec/_gt_desc_<task>.json                  (clock_running)
+    <root>/<task>/_raw/lv<N>/<task>_lv<N>_<id>_gt_desc.json        (clock_running)
+
+The rubric files take the release's shapes: one task-wide object (maze_square), a list
+of per-instance entries with a BOM (sorting; level 3 has one more checklist item), an
+object keyed by id with reference answers (clock_running), an object holding a
+``<task>_default`` entry (block_assembly).
 
 Every instance draws from its own seeded ``random.Random``, so re-running the
 script reproduces the folder byte for byte.
@@ -25,7 +32,7 @@ from PIL import Image, ImageDraw
 
 W, H = 640, 360
 LEVELS = (1, 2, 3)
-IDS = ("01", "02")
+IDS = ("001", "002")
 INK = (40, 40, 40)
 PALETTE = [
     (230, 57, 70),
@@ -132,10 +139,11 @@ def draw_clock(rng, level):
     dot(d, cx, cy, 9, INK)
     end = (hour % 12) * 60 + minute + CLOCK_RUN_MIN
     eh, em = (end // 60) % 12 or 12, end % 60
-    gt = (
-        f"The clock should end showing {eh}:{em:02d} "
-        f"(it starts at {hour}:{minute:02d} and runs forward {CLOCK_RUN_TEXT}).\n"
-    )
+    gt = {
+        "description": f"The clock starts at {hour}:{minute:02d} and runs forward "
+        f"{CLOCK_RUN_TEXT}, so it should end showing {eh}:{em:02d}.",
+        "answer": f"{eh}:{em:02d}",
+    }
     return img, gt
 
 
@@ -279,16 +287,40 @@ TEXT = {
 }
 
 
+OVERALL = "Overall task: "
+
+
+def rubric_file(task, rubric, refs):
+    """The task's rubric file content in the shape this example shows (see the docstring)."""
+    if task == "maze_square":
+        return {"rubric": [OVERALL + rubric[0], *rubric[1:]]}
+    if task == "sorting":
+        extra = {3: ["Exactly 8 bars stand on the baseline at the end."]}
+        return [
+            {"id": name, "rubric": [OVERALL + rubric[0], *rubric[1:], *extra.get(level, [])]}
+            for name, level in refs
+        ]
+    if task == "clock_running":
+        return {
+            name: {"rubric": rubric, "answer": refs[name, level]["answer"]} for name, level in refs
+        }
+    return {f"{task}_default": {"rubric": rubric}}
+
+
+def write_json(path, data, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding=encoding)
+
+
 def write_task(root, task, spec):
     base = root / task
     shutil.rmtree(base, ignore_errors=True)
-    (base / "prompt/video_gen_prompt").mkdir(parents=True)
+    for kind in ("video_gen_prompt", "image_gen_prompt"):
+        (base / f"prompt/{kind}").mkdir(parents=True)
+        (base / f"prompt/{kind}/{task}.txt").write_text(spec["prompt"] + "\n")
     (base / "judge_spec").mkdir()
-    (base / f"prompt/video_gen_prompt/{task}.txt").write_text(spec["prompt"] + "\n")
-    (base / f"judge_spec/_judge_rubric_{task}.json").write_text(
-        json.dumps(spec["rubric"], indent=2) + "\n"
-    )
     (base / "judge_spec/_completeness_judge.txt").write_text(spec["tiers"])
+    refs = {}
     for level in LEVELS:
         for iid in IDS:
             name = f"{task}_lv{level}_{iid}"
@@ -296,13 +328,20 @@ def write_task(root, task, spec):
             out = base / f"input_image/lv{level}/{name}.png"
             out.parent.mkdir(parents=True, exist_ok=True)
             frame.save(out, optimize=True)
-            if gt is not None:
-                gt_dir = base / f"gt/lv{level}"
-                gt_dir.mkdir(parents=True, exist_ok=True)
-                if isinstance(gt, str):
-                    (gt_dir / f"{name}.txt").write_text(gt)
-                else:
-                    gt.save(gt_dir / f"{name}.png", optimize=True)
+            refs[name, level] = gt
+            if isinstance(gt, Image.Image):
+                gt.save(out.with_name(f"{name}_gt.png"), optimize=True)
+            elif gt is not None:
+                write_json(base / f"_raw/lv{level}/{name}_gt_desc.json", gt["description"])
+    if task == "clock_running":
+        desc = {"description": f"The clock runs forward by exactly {CLOCK_RUN_TEXT}."}
+        write_json(base / f"judge_spec/_gt_desc_{task}.json", desc)
+    encoding = "utf-8-sig" if task == "sorting" else "utf-8"
+    write_json(
+        base / f"judge_spec/_judge_rubric_{task}.json",
+        rubric_file(task, spec["rubric"], refs),
+        encoding,
+    )
 
 
 def main():

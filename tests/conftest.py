@@ -26,4 +26,4 @@ def specs(registry):
 
 @pytest.fixture(scope="session")
 def example_image() -> Path:
-    return EXAMPLES / "maze_square" / "input_image" / "lv1" / "maze_square_lv1_01.png"
+    return EXAMPLES / "maze_square" / "input_image" / "lv1" / "maze_square_lv1_001.png"

@@ -1,6 +1,8 @@
 """Tests for reading and validating benchmark folders (workflow_scripts.benchmark)."""
 
+import json
 import math
+import os
 import pickle
 import random
 from pathlib import Path
@@ -37,10 +39,12 @@ def make_task(
     task: str,
     ids: dict[int, list[str]],
     prompt: str | bytes | None = "Solve it.",
-    rubric: str | bytes | None = '["Reach the goal.", "No wall is crossed.", "Path is smooth."]',
+    rubric: str
+    | bytes
+    | None = '{"rubric": ["Reach the goal.", "No wall is crossed.", "Smooth."]}',
     standard: str | bytes | None = "2: done; 1: partly; 0: not at all.",
 ) -> Path:
-    """A task folder in the official layout; None leaves a file out."""
+    """A task folder in the official layout (a task-wide rubric); None leaves a file out."""
     folder = root / task
     for level, level_ids in ids.items():
         for id_ in level_ids:
@@ -67,10 +71,10 @@ def meta(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_good_root_loads(tmp_path, meta):
     root = tmp_path / "bench"
-    maze = make_task(root, "maze", {1: ["b", "a"], 2: ["x"], 3: ["y"]}, prompt="  Go.\n")
-    make_task(root, "clock", {1: ["01"], 2: ["01"], 3: ["01"]})
-    image(maze / "gt" / "lv1" / "maze_lv1_a.jpg", (20, 20))
-    write(maze / "gt" / "lv2" / "maze_lv2_x.txt", "Exit at the bottom.\n")
+    maze = make_task(root, "maze", {1: ["002", "001"], 2: ["001"], 3: ["001"]}, prompt="  Go.\n")
+    make_task(root, "clock", {1: ["001"], 2: ["001"], 3: ["001"]})
+    image(maze / "input_image" / "lv1" / "maze_lv1_001_gt.jpg", (20, 20))
+    write(maze / "_raw" / "lv2" / "maze_lv2_001_gt_desc.json", '{"description": "Exit below."}')
 
     table = load_instances(root, *meta)
 
@@ -91,28 +95,28 @@ def test_good_root_loads(tmp_path, meta):
         "gt_text",
     ]
     assert list(table.index) == [
-        "clock_lv1_01",
-        "clock_lv2_01",
-        "clock_lv3_01",
-        "maze_lv1_a",
-        "maze_lv1_b",
-        "maze_lv2_x",
-        "maze_lv3_y",
+        "clock_lv1_001",
+        "clock_lv2_001",
+        "clock_lv3_001",
+        "maze_lv1_001",
+        "maze_lv1_002",
+        "maze_lv2_001",
+        "maze_lv3_001",
     ]
-    row = table.loc["maze_lv1_a"]
-    assert (row.task, row.level, row.id) == ("maze", 1, "a")
+    row = table.loc["maze_lv1_001"]
+    assert (row.task, row.level, row.id) == ("maze", 1, "001")
     assert table.level.dtype.kind == "i"
     assert (row.domain, row.skills, row.overlap_group) == ("puzzles", ("planning",), "overlap")
-    assert row.image == str(maze / "input_image" / "lv1" / "maze_lv1_a.png")
+    assert row.image == str(maze / "input_image" / "lv1" / "maze_lv1_001.png")
     assert row.prompt == "Go."
     assert row.goal == "Reach the goal."
-    assert row.checklist == ("No wall is crossed.", "Path is smooth.")
+    assert row.checklist == ("No wall is crossed.", "Smooth.")
     assert row.tier_standard == "2: done; 1: partly; 0: not at all."
-    assert row.gt_image == str(maze / "gt" / "lv1" / "maze_lv1_a.jpg")
+    assert row.gt_image == str(maze / "input_image" / "lv1" / "maze_lv1_001_gt.jpg")
     assert row.gt_text is None
-    assert table.loc["maze_lv2_x", "gt_text"] == "Exit at the bottom."
-    assert table.loc["maze_lv2_x", "gt_image"] is None
-    clock = table.loc["clock_lv1_01"]
+    assert table.loc["maze_lv2_001", "gt_text"] == "Exit below."
+    assert table.loc["maze_lv2_001", "gt_image"] is None
+    clock = table.loc["clock_lv1_001"]
     assert (clock.domain, clock.skills, clock.overlap_group) == (
         "dynamics",
         ("temporal",),
@@ -124,60 +128,75 @@ def test_good_root_loads(tmp_path, meta):
 def test_every_problem_is_reported_at_once(tmp_path, meta):
     root = tmp_path / "bench"
     # Instance-level problems, in a task whose own files are fine. Level 3 is never read.
-    maze = make_task(root, "maze", {1: ["ok", "square", "dup"], 3: ["unread"]})
+    maze = make_task(root, "maze", {1: ["001", "002", "003"], 3: ["004"]})
     lv1 = maze / "input_image" / "lv1"
-    image(lv1 / "maze_lv1_square.png", (32, 32))
-    image(lv1 / "maze_lv1_dup.jpg")
-    image(lv1 / "maze_lv2_moved.png")
+    image(lv1 / "maze_lv1_002.png", (32, 32))
+    image(lv1 / "maze_lv1_003.jpg")
+    image(lv1 / "maze_lv2_005.png")
     image(lv1 / "labyrinth_1.png")
-    write(lv1 / "maze_lv1_broken.png", b"not a png")
+    write(lv1 / "maze_lv1_006.png", b"not a png")
+    image(lv1 / "maze_lv1_007.png", (1280, 720))
+    write(lv1 / "maze_lv1_007.png", (lv1 / "maze_lv1_007.png").read_bytes()[:-40])  # truncated
     write(lv1 / "notes.md", "ignored: not an image")
-    image(lv1 / "maze_lv1_nearly.png", (321, 180))  # 0.3 % off 16:9: accepted
-    write(maze / "gt" / "lv1" / "maze_lv1_ok.txt", b"\xff\xfe bad bytes")
-    write(maze / "gt" / "lv1" / "maze_lv1_nearly.png", b"garbage")
+    image(lv1 / "maze_lv1_008.png", (321, 180))  # 0.3 % off 16:9: accepted
+    write(maze / "_raw" / "lv1" / "maze_lv1_001_gt_desc.json", b"\xff\xfe bad bytes")
+    write(lv1 / "maze_lv1_008_gt.png", b"garbage")
     # Task-level problems, reported for each instance of the task.
-    make_task(root, "sliding", {1: ["a"], 2: ["a"]}, prompt=None, rubric=None, standard=None)
+    make_task(root, "sliding", {1: ["001"], 2: ["001"]}, prompt=None, rubric=None, standard=None)
     make_task(
-        root, "clock", {1: ["a"], 2: ["a", "b"]}, prompt=b"\xff", rubric="[1, 2]", standard=" "
+        root,
+        "clock",
+        {1: ["001"], 2: ["001", "002"]},
+        prompt=b"\xff",
+        rubric="[1, 2]",
+        standard=" ",
     )
-    make_task(root, "stranger", {1: ["a"], 2: ["a"]}, rubric='["goal only"]')
-    make_task(root, "blank", {1: ["a"], 2: ["a"]}, rubric='["goal", "  "]')
-    make_task(root, "broken", {1: ["a"], 2: ["a"]}, rubric="{not json")
+    make_task(root, "stranger", {1: ["001"], 2: ["001"]}, rubric='{"rubric": ["goal only"]}')
+    make_task(root, "blank", {1: ["001"], 2: ["001"]}, rubric='{"rubric": ["goal", "  "]}')
+    make_task(root, "broken", {1: ["001"], 2: ["001"]}, rubric="{not json")
+    empty = '[{"id": "empty_lv1_001", "rubric": []}, {"id": "empty_lv2_001", "rubric": "text"}]'
+    make_task(root, "empty", {1: ["001"], 2: ["001"]}, rubric=empty)
+    make_task(root, "dot.ted", {1: ["001"], 2: ["001"]})
     with open(meta[0], "a") as f:
-        yaml.safe_dump({"more": {"blank": [], "broken": ["spatial"]}}, f)
+        yaml.safe_dump(
+            {"more": {"blank": [], "broken": ["spatial"], "empty": [], "dot.ted": []}}, f
+        )
 
     with pytest.raises(BenchmarkError) as caught:
         load_instances(root, *meta, levels=[2, 1])
 
     expected = [
-        ("maze_lv1_square", "image is 32x32, not 16:9"),
-        ("maze_lv1_dup", "duplicate instance id, also maze_lv1_dup.jpg"),
-        ("maze_lv2_moved", "name says lv2 but the image is in lv1"),
+        ("maze_lv1_002", "image is 32x32, not 16:9"),
+        ("maze_lv1_003", "duplicate instance id, also maze_lv1_003.jpg"),
+        ("maze_lv2_005", "name says lv2 but the image is in lv1"),
         ("labyrinth_1", "image name is not maze_lv<N>_<id>"),
-        ("maze_lv1_broken", "unreadable image (UnidentifiedImageError)"),
-        ("maze_lv1_ok", "reference text is not UTF-8 text"),
-        ("maze_lv1_nearly", "unreadable reference image (UnidentifiedImageError)"),
+        ("maze_lv1_006", "unreadable image (UnidentifiedImageError)"),
+        ("maze_lv1_007", "unreadable image (OSError)"),
+        ("maze_lv1_001", "reference description is not readable JSON (UnicodeDecodeError)"),
+        ("maze_lv1_008", "unreadable reference image (UnidentifiedImageError)"),
         ("maze", "no input images for level 2"),
-        ("stranger_lv1_a", "task not in the taxonomy"),
-        ("stranger_lv2_a", "task not in the taxonomy"),
-        ("stranger_lv1_a", "empty checklist"),
-        ("stranger_lv2_a", "empty checklist"),
-        ("blank_lv1_a", "empty checklist"),
-        ("blank_lv2_a", "empty checklist"),
-        ("broken_lv1_a", "rubric is not a JSON list of strings"),
-        ("broken_lv2_a", "rubric is not a JSON list of strings"),
+        ("stranger_lv1_001", "task not in the taxonomy"),
+        ("stranger_lv2_001", "task not in the taxonomy"),
+        ("blank_lv1_001", "empty rubric"),
+        ("blank_lv2_001", "empty rubric"),
+        ("broken_lv1_001", "rubric is not readable JSON"),
+        ("broken_lv2_001", "rubric is not readable JSON"),
+        ("empty_lv1_001", "empty rubric"),
+        ("empty_lv2_001", "rubric is not a list of strings"),
+        ("dot.ted_lv1_001", "task name has characters other than letters, digits and _"),
+        ("dot.ted_lv2_001", "task name has characters other than letters, digits and _"),
     ]
-    for instance in ["sliding_lv1_a", "sliding_lv2_a"]:
+    for instance in ["sliding_lv1_001", "sliding_lv2_001"]:
         expected += [
             (instance, "missing prompt"),
             (instance, "missing rubric"),
             (instance, "missing tier standard"),
         ]
-    for instance in ["clock_lv1_a", "clock_lv2_a", "clock_lv2_b"]:
+    for instance in ["clock_lv1_001", "clock_lv2_001", "clock_lv2_002"]:
         expected += [
             (instance, "prompt is not UTF-8 text"),
-            (instance, "rubric is not a JSON list of strings"),
             (instance, "empty tier standard"),
+            (instance, "no rubric entry (looked up"),
         ]
     error = caught.value
     message = str(error)
@@ -190,20 +209,38 @@ def test_every_problem_is_reported_at_once(tmp_path, meta):
         )
     assert len(error.problems) == len(expected) == len(lines) - 1
     assert all(line.endswith(")") for line in lines[1:])
-    assert "maze_lv3_unread" not in message and "notes" not in message
+    assert "maze_lv3_004" not in message and "notes" not in message
     assert pickle.loads(pickle.dumps(error)).problems == error.problems
+
+
+def test_the_image_check_is_remembered_until_the_file_changes(tmp_path, meta):
+    root, cache = tmp_path / "bench", tmp_path / "cache" / "images.json"
+    make_task(root, "maze", {1: ["001"], 2: ["001"], 3: ["001"]})
+    load_instances(root, *meta, tasks=["maze"], image_cache=cache)
+    assert len(json.loads(cache.read_text())) == 3
+    path = root / "maze" / "input_image" / "lv1" / "maze_lv1_001.png"
+    size = path.stat().st_size
+    with open(path, "r+b") as f:  # same size and mtime: the check is not repeated
+        stamp = path.stat().st_mtime_ns
+        f.seek(size - 30)
+        f.write(b"\0" * 30)
+    os.utime(path, ns=(stamp, stamp))
+    load_instances(root, *meta, tasks=["maze"], image_cache=cache)
+    os.utime(path, ns=(stamp + 10**9, stamp + 10**9))  # touched: checked again, and caught
+    with pytest.raises(BenchmarkError, match="maze_lv1_001: unreadable image"):
+        load_instances(root, *meta, tasks=["maze"], image_cache=cache)
 
 
 def test_tasks_and_levels_restrict_what_is_read(tmp_path, meta):
     root = tmp_path / "bench"
-    make_task(root, "maze", {1: ["a"], 2: ["a", "b"]})
-    make_task(root, "clock", {2: ["a"]})
-    make_task(root, "sliding", {2: ["a"]}, prompt=None)
-    make_task(root, "stranger", {2: ["a"]})
-    image(root / "maze" / "input_image" / "lv1" / "maze_lv1_wide.png", (64, 18))
+    make_task(root, "maze", {1: ["001"], 2: ["001", "002"]})
+    make_task(root, "clock", {2: ["001"]})
+    make_task(root, "sliding", {2: ["001"]}, prompt=None)
+    make_task(root, "stranger", {2: ["001"]})
+    image(root / "maze" / "input_image" / "lv1" / "maze_lv1_003.png", (64, 18))
 
     table = load_instances(root, *meta, tasks=["maze", "clock"], levels=[2])
-    assert list(table.index) == ["clock_lv2_a", "maze_lv2_a", "maze_lv2_b"]
+    assert list(table.index) == ["clock_lv2_001", "maze_lv2_001", "maze_lv2_002"]
 
     with pytest.raises(BenchmarkError) as caught:
         load_instances(root, *meta, tasks=["maze", "unknown"], levels=[2])
@@ -219,7 +256,7 @@ def many(tmp_path, meta):
     root = tmp_path / "bench"
     counts = {1: 7, 2: 20, 3: 1}
     for task in ["maze", "clock"]:
-        make_task(root, task, {lv: [f"{i:02d}" for i in range(n)] for lv, n in counts.items()})
+        make_task(root, task, {lv: [f"{i:03d}" for i in range(n)] for lv, n in counts.items()})
     return load_instances(root, *meta)
 
 

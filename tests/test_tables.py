@@ -436,7 +436,7 @@ def test_jobs_write_every_table_and_plot(run, tmp_path):
         "overlap": str(root / "overlap.yaml"),
     }
     params = {"models": [M, V, L], "vbvr_pairs": tables.VBVR_PAIRS, "pool": [M, V]}
-    tables_job(job(inputs, table_paths, **params))
+    tables_job(job(inputs, table_paths, no_checkpoints=[], **params))
     errors = pd.read_csv(table_paths["errors"])
     assert errors.columns[0] == "model" and errors.selected.tolist() == [7, 7, 7, 21]
     final = pd.read_csv(table_paths["final_by_domain_level"])

@@ -99,7 +99,7 @@ def label(tmp_path, monkeypatch):
 
 
 def test_one_call_per_pair_shows_references_goal_and_both_checkpoints(label, table, denoise):
-    row = instance(table, "sorting_lv1_01")
+    row = instance(table, "sorting_lv1_001")
     document, requests = label(Transitioner({(4, 10): "wrong_to_correct"}), row, denoise)
     assert len(requests) == 6 and {kind(r) for r in requests} == {"transition"}
     references = [encode_image(row["image"]), encode_image(row["gt_image"])]
@@ -137,7 +137,7 @@ def test_one_call_per_pair_shows_references_goal_and_both_checkpoints(label, tab
 
 
 @pytest.mark.parametrize(
-    ("name", "reference_text"), [("clock_running_lv1_01", True), ("maze_square_lv1_01", False)]
+    ("name", "reference_text"), [("clock_running_lv1_001", True), ("maze_square_lv1_001", False)]
 )
 def test_absent_ground_truth_is_left_out(label, table, denoise, name, reference_text):
     row = instance(table, name)
@@ -153,7 +153,7 @@ def test_human_labels_win_and_the_vlm_label_is_kept(label, table, denoise):
         {"from": 4, "to": 10, "label": "wrong_to_correct"},
     ]
     responder = Transitioner({(4, 10): "wrong_to_correct"})
-    document, requests = label(responder, instance(table, "sorting_lv1_01"), denoise, human=human)
+    document, requests = label(responder, instance(table, "sorting_lv1_001"), denoise, human=human)
     assert len(requests) == 6  # the VLM is asked about human-labelled pairs too
     by_pair = {(p["from"], p["to"]): p for p in document["pairs"]}
     assert {pair: p["source"] for pair, p in by_pair.items()} == {
@@ -168,7 +168,7 @@ def test_human_labels_win_and_the_vlm_label_is_kept(label, table, denoise):
 def test_a_failed_pair_makes_the_document_an_error(label, table, denoise):
     responder = Transitioner(fail=[(4, 10), (10, 20)])
     human = [{"from": 10, "to": 20, "label": "wrong_to_wrong"}]
-    document, requests = label(responder, instance(table, "sorting_lv1_01"), denoise, human=human)
+    document, requests = label(responder, instance(table, "sorting_lv1_001"), denoise, human=human)
     assert len(requests) == 4 + 2 * 2  # each failing pair tried max_attempts times
     assert document["status"] == "error" and document["calls"] == 6
     assert re.fullmatch(r"pair 4->10: reply does not match .*; pair 10->20: .*", document["reason"])
@@ -184,7 +184,7 @@ def test_a_failed_pair_makes_the_document_an_error(label, table, denoise):
 
 
 def test_a_rerun_is_served_from_the_cache(label, table, denoise):
-    row = instance(table, "sorting_lv1_01")
+    row = instance(table, "sorting_lv1_001")
     first, _ = label(Transitioner(), row, denoise)
     again, requests = label(Transitioner(), row, denoise)
     assert requests == [] and (again["calls"], again["cached_calls"]) == (0, 6)
@@ -228,20 +228,20 @@ def write_csv(path: Path, *rows: str) -> Path:
 def test_human_labels_are_checked_row_by_row_before_any_job(study, tmp_path):
     bad = write_csv(
         tmp_path / "bad.csv",
-        "tiny_wan22,sorting_lv1_01,1,2,stable",
-        "tiny_wan99,sorting_lv1_01,2,3,stable",
-        "tiny_wan22,sorting_lv9_01,2,3,stable",
-        "tiny_wan22,sorting_lv1_01,2,5,stable",
-        "tiny_wan22,sorting_lv1_01,3,4,maybe",
-        "tiny_wan22,sorting_lv1_01,1,2,wrong_to_wrong",
-        "tiny_wan22,sorting_lv1_01,4,10,",  # still to label
+        "tiny_wan22,sorting_lv1_001,1,2,stable",
+        "tiny_wan99,sorting_lv1_001,2,3,stable",
+        "tiny_wan22,sorting_lv9_001,2,3,stable",
+        "tiny_wan22,sorting_lv1_001,2,5,stable",
+        "tiny_wan22,sorting_lv1_001,3,4,maybe",
+        "tiny_wan22,sorting_lv1_001,1,2,wrong_to_wrong",
+        "tiny_wan22,sorting_lv1_001,4,10,",  # still to label
     )
     with pytest.raises(StudyError) as error:
         load_transitions({"transitions": {"human_labels": str(bad)}}, study)
     where = f"transitions.human_labels: {bad} line"
     assert error.value.problems == [
         f"{where} 3: unknown model 'tiny_wan99' (this run's: tiny_wan22)",
-        f"{where} 4: unknown instance 'sorting_lv9_01' (not among the selected ones)",
+        f"{where} 4: unknown instance 'sorting_lv9_001' (not among the selected ones)",
         f"{where} 5: unknown pair 2->5 (transitions.pairs: 1->2, 2->3, 3->4, 4->10, 10->20, "
         "20->40)",
         f"{where} 6: unknown label 'maybe' (expected one of unrecognizable, stable, "
@@ -255,16 +255,16 @@ def test_human_labels_are_checked_row_by_row_before_any_job(study, tmp_path):
 
     good = write_csv(
         tmp_path / "good.csv",
-        "tiny_wan22,sorting_lv1_01,20,40,wrong_to_correct",
-        "tiny_wan22,sorting_lv1_01,1,2,unrecognizable",
-        "tiny_wan22,maze_square_lv1_01,1,2,",
+        "tiny_wan22,sorting_lv1_001,20,40,wrong_to_correct",
+        "tiny_wan22,sorting_lv1_001,1,2,unrecognizable",
+        "tiny_wan22,maze_square_lv1_001,1,2,",
     )
     loaded = load_transitions({"transitions": {"human_labels": str(good)}}, study)
-    assert json.loads(loaded.human_params("tiny_wan22", "sorting_lv1_01")) == [
+    assert json.loads(loaded.human_params("tiny_wan22", "sorting_lv1_001")) == [
         {"from": 1, "to": 2, "label": "unrecognizable"},
         {"from": 20, "to": 40, "label": "wrong_to_correct"},
     ]
-    assert loaded.human_params("tiny_wan22", "maze_square_lv1_01") == "[]"
+    assert loaded.human_params("tiny_wan22", "maze_square_lv1_001") == "[]"
 
 
 def pair(a, b, vlm, human=None) -> dict:
@@ -279,8 +279,8 @@ def pair(a, b, vlm, human=None) -> dict:
 def test_the_label_sheet_lists_exactly_the_pairs_without_a_human_label(tmp_path):
     runs = tmp_path / "results" / "tiny_wan22" / "sorting"
     documents = {
-        "sorting_lv1_01": [pair(1, 2, "stable", "stable"), pair(2, 3, "wrong_to_correct")],
-        "sorting_lv1_02": [pair(1, 2, None, "unrecognizable")],  # 2->3 failed: not listed
+        "sorting_lv1_001": [pair(1, 2, "stable", "stable"), pair(2, 3, "wrong_to_correct")],
+        "sorting_lv1_002": [pair(1, 2, None, "unrecognizable")],  # 2->3 failed: not listed
     }
     paths = []
     for name, pairs in documents.items():
@@ -300,14 +300,14 @@ def test_the_label_sheet_lists_exactly_the_pairs_without_a_human_label(tmp_path)
             "vlm_label": vlm,
             "label": "",
         }
-        for name, vlm in [("sorting_lv1_01", "wrong_to_correct"), ("sorting_lv1_02", "")]
+        for name, vlm in [("sorting_lv1_001", "wrong_to_correct"), ("sorting_lv1_002", "")]
     ]
-    assert sheet["to_video"].iloc[0] == str(runs / "sorting_lv1_01" / "denoise" / "step03.mp4")
+    assert sheet["to_video"].iloc[0] == str(runs / "sorting_lv1_001" / "denoise" / "step03.mp4")
     table = pairs_table(paths)
     assert table[["instance", "from", "to", "source"]].values.tolist() == [
-        ["sorting_lv1_01", 1, 2, "human"],
-        ["sorting_lv1_01", 2, 3, "vlm"],
-        ["sorting_lv1_02", 1, 2, "human"],
+        ["sorting_lv1_001", 1, 2, "human"],
+        ["sorting_lv1_001", 2, 3, "vlm"],
+        ["sorting_lv1_002", 1, 2, "human"],
     ]
 
 
@@ -343,11 +343,11 @@ def test_rules_label_export_and_measure_agreement(tmp_path, monkeypatch, denoise
     )
     out = tmp_path / "results"
     runs = out / "tiny_wan22" / "sorting"
-    for name in ("sorting_lv1_01", "sorting_lv1_02"):
+    for name in ("sorting_lv1_001", "sorting_lv1_002"):
         shutil.copytree(denoise, runs / name / "denoise")
         shutil.copy(denoise / "step40.mp4", runs / name / "video.mp4")
         (runs / name / "generation.json").write_text("{}")
-    labels = write_csv(tmp_path / "labels.csv", "tiny_wan22,sorting_lv1_01,2,40,wrong_to_correct")
+    labels = write_csv(tmp_path / "labels.csv", "tiny_wan22,sorting_lv1_001,2,40,wrong_to_correct")
     config = default_config(tmp_path, tasks=["sorting"], levels=[1], subset="full")
     config["denoise"]["steps"] = [1, 2, 40]
     config["transitions"] = {"human_labels": str(labels)}
@@ -359,7 +359,7 @@ def test_rules_label_export_and_measure_agreement(tmp_path, monkeypatch, denoise
         assert result.returncode == 0, result.stdout[-3000:]
         assert len(fake.requests) == 2 * 2  # two videos x pairs 1->2, 2->40
 
-    labelled = json.loads((runs / "sorting_lv1_01" / "transitions.json").read_text())
+    labelled = json.loads((runs / "sorting_lv1_001" / "transitions.json").read_text())
     assert labelled["status"] == "ok"
     assert [(p["label"], p["source"]) for p in labelled["pairs"]] == [
         ("stable", "vlm"),
@@ -367,9 +367,9 @@ def test_rules_label_export_and_measure_agreement(tmp_path, monkeypatch, denoise
     ]
     sheet = pd.read_csv(out / "transitions" / "to_label.csv", dtype=str, keep_default_na=False)
     assert sheet[["instance", "from", "to", "vlm_label"]].values.tolist() == [
-        ["sorting_lv1_01", "1", "2", "stable"],
-        ["sorting_lv1_02", "1", "2", "stable"],
-        ["sorting_lv1_02", "2", "40", "stable"],
+        ["sorting_lv1_001", "1", "2", "stable"],
+        ["sorting_lv1_002", "1", "2", "stable"],
+        ["sorting_lv1_002", "2", "40", "stable"],
     ]
     assert json.loads((out / "tables" / "label_agreement.json").read_text()) == {
         "kappa": 0.0,
@@ -377,6 +377,6 @@ def test_rules_label_export_and_measure_agreement(tmp_path, monkeypatch, denoise
     }
 
     # Editing one video's human label reruns that video's job only (its calls are cached).
-    write_csv(labels, "tiny_wan22,sorting_lv1_01,2,40,wrong_to_wrong")
+    write_csv(labels, "tiny_wan22,sorting_lv1_001,2,40,wrong_to_wrong")
     dry = snakemake(tmp_path, config, "-s", str(snakefile), "-n", "transitions_all")
     assert re.search(r"^label_transitions\s+1$", dry.stdout, re.M), dry.stdout[-3000:]

@@ -95,12 +95,12 @@ def break_benchmark(root):
     shutil.copytree(REPO / "tasks" / "examples", root)
     images = root / "maze_square" / "input_image"
     (root / "maze_square" / "prompt" / "video_gen_prompt" / "maze_square.txt").unlink()
-    Image.new("RGB", (64, 64)).save(images / "lv2" / "maze_square_lv2_01.png")  # not 16:9
-    (images / "lv3" / "maze_square_lv3_02.png").write_bytes(b"not a png")
+    Image.new("RGB", (64, 64)).save(images / "lv2" / "maze_square_lv2_001.png")  # not 16:9
+    (images / "lv3" / "maze_square_lv3_002.png").write_bytes(b"not a png")
     shutil.copy(
-        images / "lv1" / "maze_square_lv1_01.png", images / "lv1" / "maze_square_lv1_01.jpg"
+        images / "lv1" / "maze_square_lv1_001.png", images / "lv1" / "maze_square_lv1_001.jpg"
     )
-    (root / "sorting" / "judge_spec" / "_judge_rubric_sorting.json").write_text('["only a goal"]')
+    (root / "sorting" / "judge_spec" / "_judge_rubric_sorting.json").write_text('{"rubric": []}')
     (root / "clock_running" / "judge_spec" / "_completeness_judge.txt").unlink()
     (root / "block_assembly" / "judge_spec" / "_judge_rubric_block_assembly.json").unlink()
     shutil.copytree(root / "sorting", root / "stacking")  # a task the taxonomy does not know
@@ -117,14 +117,14 @@ def test_bad_input_is_reported_all_at_once_and_no_job_runs(tmp_path):
     assert result.returncode != 0
     message = result.stdout
     expected = [
-        ("maze_square_lv1_01", "missing prompt"),
-        ("maze_square_lv2_01", "16:9"),
-        ("maze_square_lv3_02", "unreadable"),
-        ("maze_square_lv1_01", "duplicate"),
-        ("sorting_lv2_02", "checklist"),
-        ("clock_running_lv3_01", "tier standard"),
-        ("block_assembly_lv1_01", "rubric"),
-        ("stacking_lv1_01", "taxonomy"),
+        ("maze_square_lv1_001", "missing prompt"),
+        ("maze_square_lv2_001", "16:9"),
+        ("maze_square_lv3_002", "unreadable"),
+        ("maze_square_lv1_001", "duplicate"),
+        ("sorting_lv2_002", "empty rubric"),
+        ("clock_running_lv3_001", "tier standard"),
+        ("block_assembly_lv1_001", "rubric"),
+        ("stacking_lv1_001", "taxonomy"),
         ("tiny_wan22", "exceed its num_inference_steps"),
     ]
     lines = message.splitlines()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 from vgi_models.sources import resolve
 
 TINY = "tiny"
+VIDEOS = "videos"  # a folder of videos made elsewhere: no pipeline, no checkpoints
 FAMILIES = {
     "wan21": "vgi_models.families.wan",
     "wan22": "vgi_models.families.wan",
@@ -19,16 +21,23 @@ FAMILIES = {
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One registry entry. `generation` holds every setting that shapes the video."""
+    """One registry entry. `generation` holds every setting that shapes the video; an
+    entry with `source: videos` has none, only the `videos` folder it reads."""
 
     key: str
-    family: str
+    family: str | None
     source: str
     dtype: str
     generation: dict
     resources: dict
     runtime: dict
     lora: dict | None = None
+    videos: str | None = None
+
+    @property
+    def generates(self) -> bool:
+        """Whether the workflow makes this model's videos (a GPU job with checkpoints)."""
+        return self.source != VIDEOS
 
     @property
     def module(self) -> ModuleType:
@@ -41,6 +50,8 @@ class ModelSpec:
 
     def settings(self) -> dict:
         """Everything in the entry that determines a generated video (not how it runs)."""
+        if not self.generates:
+            return {"source": VIDEOS, "videos": self.videos}
         settings = {
             "family": self.family,
             "source": self.source,
@@ -75,13 +86,14 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
     return {
         key: ModelSpec(
             key=key,
-            family=entry["family"],
+            family=entry.get("family"),
             source=entry["source"],
             dtype=entry.get("dtype", "bfloat16"),
-            generation=entry["generation"],
+            generation=entry.get("generation", {}),
             resources=entry.get("resources", {}),
             runtime=entry.get("runtime", {}),
             lora=entry.get("lora"),
+            videos=entry.get("videos"),
         )
         for key, entry in entries.items()
     }
@@ -97,6 +109,10 @@ def problems_of(
             found.append(f"models: {key!r} is not in the model registry ({', '.join(specs)})")
             continue
         spec = specs[key]
+        if not spec.generates:
+            if not Path(spec.videos).is_dir():
+                found.append(f"model {key!r}: videos folder not found ({spec.videos})")
+            continue
         beyond = [s for s in denoise_steps if s > spec.steps]
         if beyond:
             found.append(

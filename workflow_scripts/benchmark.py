@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -13,7 +12,12 @@ import pandas as pd
 import yaml
 from PIL import Image
 
+from workflow_scripts import rubric
+from workflow_scripts.image_check import ImageCheck
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+GT_KINDS = ("sim", "line", "render")  # _raw/lv<N>/<instance>_<kind>_gt.<suffix>, in this order
+TASK_NAME = re.compile(r"[A-Za-z0-9_]+")  # what the workflow's `task` wildcard carries
 OVERLAP_GROUPS = ("overlap", "semi_overlap", "non_overlap", "unassigned")
 ASPECT = 16 / 9
 ASPECT_TOLERANCE = 0.01 * ASPECT
@@ -116,44 +120,51 @@ def _read_text(path: Path, what: str, problems: list[Problem]) -> str | None:
     return text
 
 
-def _read_rubric(path: Path, problems: list[Problem]) -> tuple[str, tuple[str, ...]] | None:
-    """The rubric's ``(goal, checklist)``, or None after recording why not."""
-    text = _read_text(path, "rubric", problems)
-    if text is None:
+def _read_rubric(path: Path, problems: list[Problem]) -> dict[str, dict] | None:
+    """The rubric file's entries by id, or None after recording why there are none."""
+    if not path.is_file():
+        problems.append(("missing rubric", path))
         return None
     try:
-        items = json.loads(text)
-    except json.JSONDecodeError:
-        items = None
-    if not _is_str_list(items):
-        problems.append(("rubric is not a JSON list of strings", path))
+        return rubric.entries(rubric.read_json(path))
+    except (OSError, ValueError) as err:
+        problems.append((f"rubric is not readable JSON ({type(err).__name__})", path))
         return None
-    items = [item.strip() for item in items]
-    if len(items) < 2 or not all(items):
-        problems.append(("empty checklist (need a goal and non-blank items)", path))
-        return None
-    return items[0], tuple(items[1:])
 
 
-def _image_size(path: Path, what: str, problems: list[Problem]) -> tuple[int, int] | None:
-    """The image's (width, height) from its header, or None after recording why not."""
+def _read_reference(paths: list[Path], problems: list[Problem]) -> str | None:
+    """The reference text of the first existing ``_gt_desc`` file of ``paths``, if any."""
+    path = next((p for p in paths if p.is_file()), None)
+    if path is None:
+        return None
     try:
-        with Image.open(path) as image:
-            return image.size
-    except (OSError, Image.DecompressionBombError) as err:
+        return rubric.as_text(rubric.read_json(path)) or None
+    except (OSError, ValueError) as err:
+        what = f"reference description is not readable JSON ({type(err).__name__})"
+        problems.append((what, path))
+        return None
+
+
+def _image_size(
+    path: Path, what: str, problems: list[Problem], check: ImageCheck
+) -> tuple[int, int] | None:
+    """The fully decoded image's (width, height), or None after recording why not."""
+    try:
+        return check.size(path)
+    except (OSError, SyntaxError, Image.DecompressionBombError) as err:
         problems.append((f"unreadable {what} ({type(err).__name__})", path))
         return None
 
 
 def _find_instances(
-    task_dir: Path, task: str, level: int, problems: list[str]
+    task: str, level: int, folder: Path, files: list[Path], problems: list[str]
 ) -> list[tuple[str, str, Path]]:
-    """``(instance, id, image)`` for each well-named input image of one level."""
-    folder = task_dir / "input_image" / f"lv{level}"
+    """``(instance, id, image)`` for each well-named input image of one level (``files``
+    of ``folder``); a ``<instance>_gt`` image is a reference, not an instance."""
     pattern = re.compile(re.escape(task) + r"_lv(\d+)_(.+)")
     found: dict[str, tuple[str, str, Path]] = {}
-    for path in _list_files(folder):
-        if path.suffix.lower() not in IMAGE_SUFFIXES:
+    for path in files:
+        if path.suffix.lower() not in IMAGE_SUFFIXES or path.stem.endswith("_gt"):
             continue
         match = pattern.fullmatch(path.stem)
         if match is None:
@@ -171,6 +182,15 @@ def _find_instances(
     return list(found.values())
 
 
+def _gt_image(instance: str, inputs: dict[str, Path], raw: dict[str, Path]) -> Path | None:
+    """The official reference image: ``input_image/lv<N>/<instance>_gt.*``, else
+    ``_raw/lv<N>/<instance>_{sim,line,render}_gt.*``."""
+    names = [f"{instance}_gt{s}" for s in IMAGE_SUFFIXES]
+    found = [inputs.get(name) for name in names]
+    found += [raw.get(f"{instance}_{kind}_gt{s}") for kind in GT_KINDS for s in IMAGE_SUFFIXES]
+    return next((path for path in found if path), None)
+
+
 def _load_task(
     task_dir: Path,
     task: str,
@@ -178,10 +198,14 @@ def _load_task(
     taxonomy: dict[str, tuple[str, tuple[str, ...]]],
     taxonomy_path: Path,
     groups: dict[str, str],
+    check: ImageCheck,
     problems: list[str],
 ) -> list[dict]:
     """One row per instance of one task; problems go to ``problems``."""
     task_problems: list[Problem] = []
+    if not TASK_NAME.fullmatch(task):
+        what = "task name has characters other than letters, digits and _ (unusable in paths)"
+        task_problems.append((what, task_dir))
     if task not in taxonomy:
         task_problems.append(("task not in the taxonomy", taxonomy_path))
     if not task_dir.is_dir():
@@ -189,40 +213,51 @@ def _load_task(
         problems.extend(f"{task}: {what} ({path})" for what, path in task_problems)
         return []
 
-    instances = []  # (level, instance, id, image, gt files by stem)
+    instances = []  # (level, instance, id, image, reference image, reference description)
     for level in levels:
-        gt_files: dict[str, list[Path]] = {}
-        for path in _list_files(task_dir / "gt" / f"lv{level}"):
-            gt_files.setdefault(path.stem, []).append(path)
-        for instance, id_, image in _find_instances(task_dir, task, level, problems):
-            instances.append((level, instance, id_, image, gt_files.get(instance, [])))
+        folder = task_dir / "input_image" / f"lv{level}"
+        files = _list_files(folder)
+        inputs = {path.name: path for path in files}
+        raw = {path.name: path for path in _list_files(task_dir / "_raw" / f"lv{level}")}
+        for instance, id_, image in _find_instances(task, level, folder, files, problems):
+            gt_image, desc = _gt_image(instance, inputs, raw), raw.get(f"{instance}_gt_desc.json")
+            instances.append((level, instance, id_, image, gt_image, desc))
 
     spec = task_dir / "judge_spec"
     prompt_path = task_dir / "prompt" / "video_gen_prompt" / f"{task}.txt"
     prompt = _read_text(prompt_path, "prompt", task_problems)
-    rubric = _read_rubric(spec / f"_judge_rubric_{task}.json", task_problems)
+    rubric_path = spec / f"_judge_rubric_{task}.json"
+    entries = _read_rubric(rubric_path, task_problems)
     standard = _read_text(spec / "_completeness_judge.txt", "tier standard", task_problems)
+    desc_name = f"_gt_desc_{task}.json"
+    task_desc = _read_reference([spec / desc_name, task_dir / desc_name], task_problems)
     subjects = [instance for _, instance, *_ in instances] or [task]
     problems.extend(f"{s}: {what} ({path})" for what, path in task_problems for s in subjects)
 
+    check.warm(p for _, _, _, image, gt_image, _ in instances for p in (image, gt_image) if p)
     rows = []
-    for level, instance, id_, image, gt in instances:
+    for level, instance, id_, image, gt_image, desc in instances:
         own: list[Problem] = []
-        size = _image_size(image, "image", own)
+        size = _image_size(image, "image", own, check)
         if size and (not size[1] or abs(size[0] / size[1] - ASPECT) > ASPECT_TOLERANCE):
             own.append((f"image is {size[0]}x{size[1]}, not 16:9", image))
-        gt_images = [p for p in gt if p.suffix.lower() in IMAGE_SUFFIXES]
-        if gt_images:
-            _image_size(gt_images[0], "reference image", own)
-        if len(gt_images) > 1:
-            own.append((f"duplicate reference image, also {gt_images[0].name}", gt_images[1]))
-        gt_text_path = next((p for p in gt if p.suffix.lower() == ".txt"), None)
-        gt_text = gt_text_path and _read_text(gt_text_path, "reference text", own)
+        if gt_image:
+            _image_size(gt_image, "reference image", own, check)
+        own_desc = _read_reference([desc] if desc else [], own)
+        entry = rubric.select(entries, task, level, id_) if entries is not None else None
+        parsed = rubric.goal_and_checklist(entry) if entry is not None else None
+        if entries is not None and entry is None:
+            keys = ", ".join(rubric.lookup_keys(task, level, id_))
+            own.append((f"no rubric entry (looked up {keys})", rubric_path))
+        elif isinstance(parsed, str):
+            own.append((parsed, rubric_path))
         problems.extend(f"{instance}: {what} ({path})" for what, path in own)
         if task_problems or own:
             continue
+        answer = entry.get("answer")
+        answer = answer is not None and f"Reference answer: {rubric.as_text(answer)}"
         domain, skills = taxonomy[task]
-        goal, checklist = rubric
+        goal, checklist = parsed
         rows.append(
             {
                 "instance": instance,
@@ -237,8 +272,8 @@ def _load_task(
                 "goal": goal,
                 "checklist": checklist,
                 "tier_standard": standard,
-                "gt_image": str(gt_images[0]) if gt_images else None,
-                "gt_text": gt_text,
+                "gt_image": str(gt_image) if gt_image else None,
+                "gt_text": "\n\n".join(t for t in (task_desc, own_desc, answer) if t) or None,
             }
         )
     return rows
@@ -250,10 +285,12 @@ def load_instances(
     overlap: str | Path,
     tasks: str | Iterable[str] = "all",
     levels: Iterable[int] = (1, 2, 3),
+    image_cache: str | Path | None = None,
 ) -> pd.DataFrame:
     """The validated instance table of a benchmark folder, indexed by instance id.
 
-    ``tasks="all"`` takes every task folder under ``root``. Raises one
+    ``tasks="all"`` takes every task folder under ``root``. Every image is decoded in
+    full; ``image_cache`` remembers the ones that decode (`ImageCheck`). Raises one
     :class:`BenchmarkError` listing every problem found.
     """
     root = Path(root)
@@ -269,10 +306,18 @@ def load_instances(
     if not names:
         problems.append(f"benchmark: no tasks to read ({root})")
     rows = []
-    for task in names:
-        rows += _load_task(
-            root / task, task, sorted(set(levels)), task_map, Path(taxonomy), groups, problems
-        )
+    with ImageCheck(image_cache) as check:
+        for task in names:
+            rows += _load_task(
+                root / task,
+                task,
+                sorted(set(levels)),
+                task_map,
+                Path(taxonomy),
+                groups,
+                check,
+                problems,
+            )
     if problems:
         raise BenchmarkError(root, problems)
     index = pd.Index([row.pop("instance") for row in rows], name="instance")

@@ -60,8 +60,10 @@ class Run:
 
 
 def checkpoint_videos(folder: Path) -> list[tuple[str, Path]]:
-    """(label, path) of the stepNN[_xt].mp4 videos in `folder`, in step order."""
-    found = [(CHECKPOINT.fullmatch(path.name), path) for path in folder.iterdir()]
+    """(label, path) of the stepNN[_xt].mp4 videos in `folder`, in step order (none where
+    there is no folder: videos made elsewhere)."""
+    paths = folder.iterdir() if folder.is_dir() else []
+    found = [(CHECKPOINT.fullmatch(path.name), path) for path in paths]
     keys = sorted((int(m[1]), bool(m[2]), path) for m, path in found if m)
     return [(f"step {step}" + (" x_t" if xt else ""), path) for step, xt, path in keys]
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from vgi_models.registry import ModelSpec, load_registry, problems_of
 from workflow_scripts.benchmark import load_instances, select_subset
+from workflow_scripts.video_folders import find_videos
 
 
 class StudyError(ValueError):
@@ -25,12 +27,21 @@ class StudyError(ValueError):
 
 @dataclass(frozen=True)
 class Study:
-    """The selected models and instances, and the denoising checkpoints to decode."""
+    """The selected models and instances, and the denoising checkpoints to decode.
+
+    `videos` holds, for each model with `source: videos`, its video of every instance.
+    """
 
     models: dict[str, ModelSpec]
     instances: pd.DataFrame
     steps: tuple[int, ...]
     decode: str
+    videos: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def generated(self) -> list[str]:
+        """The models whose videos (and checkpoints) the workflow generates."""
+        return [key for key, spec in self.models.items() if spec.generates]
 
     def generation_params(self, model: str) -> str:
         """The settings that determine a model's videos, as a stable JSON string."""
@@ -39,23 +50,35 @@ class Study:
         return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
 
-def load_study(config: dict, registry: dict) -> Study:
-    """The study of a validated config; raises `StudyError` listing every problem."""
+def load_study(config: dict, registry: dict, image_cache: str | None = None) -> Study:
+    """The study of a validated config; raises `StudyError` listing every problem.
+
+    `image_cache`: where the benchmark's decoded images are remembered (`ImageCheck`).
+    """
     bench, denoise = config["benchmark"], config["denoise"]
     specs = load_registry(registry)
     problems = problems_of(specs, config["models"], denoise["steps"])
     try:
         table = load_instances(
-            bench["root"], bench["taxonomy"], bench["overlap"], bench["tasks"], bench["levels"]
+            *(bench[key] for key in ("root", "taxonomy", "overlap", "tasks", "levels")),
+            image_cache=image_cache,
         )
+        table = select_subset(table, bench["subset"], bench["subset_seed"])
     except (ValueError, OSError) as err:  # BenchmarkError lists many, others one
         problems += getattr(err, "problems", [str(err)])
         table = None
+    models = {key: specs[key] for key in config["models"] if key in specs}
+    videos = {}
+    for key, spec in models.items():
+        if table is not None and not spec.generates and Path(spec.videos).is_dir():
+            videos[key], missing = find_videos(key, spec.videos, table)
+            problems += missing
     if problems:
         raise StudyError(problems)
     return Study(
-        models={key: specs[key] for key in config["models"]},
-        instances=select_subset(table, bench["subset"], bench["subset_seed"]),
+        models=models,
+        instances=table,
         steps=tuple(sorted(denoise["steps"])),
         decode=denoise["decode"],
+        videos=videos,
     )

@@ -36,16 +36,22 @@ def _read(path: Path) -> dict | None:
 
 
 def collect(
-    instances: pd.DataFrame, models: Iterable[str], outdir: str | Path, transitions: bool = True
+    instances: pd.DataFrame,
+    models: Iterable[str],
+    outdir: str | Path,
+    transitions: bool = True,
+    no_checkpoints: Iterable[str] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The per-instance results and the long table of transition labels of a run.
 
     ``instances`` is indexed by instance with columns task, level, domain, skills and
     overlap_group. With ``transitions=False`` no transitions.json is read (every
-    ``transitions_status`` is ``missing``). Every pair a transitions.json lists is
-    taken with its document's status (``transitions_status``): a pair whose call failed
-    is not listed.
+    ``transitions_status`` is ``missing``); a model of ``no_checkpoints`` (videos made
+    elsewhere) has none to read (``none``). Every pair a transitions.json lists is taken
+    with its document's status (``transitions_status``): a pair whose call failed is not
+    listed.
     """
+    no_checkpoints = set(no_checkpoints)
     rows, pairs = [], []
     for model in models:
         for instance, info in instances.iterrows():
@@ -60,7 +66,9 @@ def collect(
                     "status": score["status"],
                     "reason": score.get("reason"),
                     **{key: score.get(key) if ok else None for key in SCORES},
-                    "transitions_status": labels.get("status", "missing"),
+                    "transitions_status": "none"
+                    if model in no_checkpoints
+                    else labels.get("status", "missing"),
                 }
             )
             pairs += [

@@ -28,6 +28,7 @@ def tables_job(smk) -> None:
             smk.params.models,
             smk.config["outdir"],
             transitions=bool(smk.input.get("transitions")),
+            no_checkpoints=smk.params.no_checkpoints,
         )
         tables = all_tables(results, pairs, smk.params.vbvr_pairs, smk.params.pool)
         for name, table in tables.items():

@@ -1,0 +1,81 @@
+"""A full decode of every benchmark image, remembered across runs in a cache file.
+
+Reading only an image's header lets a truncated file through to a GPU job; decoding
+every pixel of 810 release-size PNGs takes seconds (bench/image_check.py), too long to
+repeat at every parse. A decoded image's size is remembered by its absolute path, byte
+size and modification time; a failure is never remembered, so it is reported every time.
+`warm` decodes many images on threads (Pillow's decoders release the GIL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from PIL import Image
+
+
+class ImageCheck:
+    """`size(path)` of fully decoded images; a context whose exit saves the cache file."""
+
+    def __init__(self, cache: str | Path | None = None) -> None:
+        self.cache = Path(cache) if cache else None
+        self.known: dict[str, list[int]] = {}
+        self.changed = False
+        if self.cache and self.cache.is_file():
+            try:
+                self.known = json.loads(self.cache.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self.known = {}  # a damaged cache only costs a full check
+
+    def _stamp(self, path: str | Path) -> tuple[str, list[int]]:
+        stat = os.stat(path)
+        return os.path.abspath(path), [stat.st_size, stat.st_mtime_ns]
+
+    def _known(self, key: str, stamp: list[int]) -> bool:
+        entry = self.known.get(key)
+        return bool(entry) and entry[:2] == stamp
+
+    def _unknown(self, path: str | Path) -> bool:
+        try:
+            return not self._known(*self._stamp(path))
+        except OSError:
+            return False  # missing: `size` reports it
+
+    def size(self, path: str | Path) -> tuple[int, int]:
+        """(width, height) after decoding every pixel; raises `OSError` (or
+        `Image.DecompressionBombError`) for a file that does not decode."""
+        key, stamp = self._stamp(path)
+        if not self._known(key, stamp):
+            with Image.open(path) as image:
+                image.load()
+                self.known[key], self.changed = [*stamp, *image.size], True
+        return self.known[key][2], self.known[key][3]
+
+    def warm(self, paths: Iterable[str | Path]) -> None:
+        """Decode the unknown of `paths` on threads, so that `size` finds them known; a
+        file that does not decode is left for `size` to report."""
+
+        def attempt(path):
+            with contextlib.suppress(OSError, SyntaxError, Image.DecompressionBombError):
+                self.size(path)
+
+        paths = [path for path in paths if self._unknown(path)]
+        if paths:
+            with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+                list(pool.map(attempt, paths))
+
+    def __enter__(self) -> ImageCheck:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not (self.cache and self.changed):
+            return
+        self.cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.cache.with_name(f"{self.cache.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps(self.known), encoding="utf-8")
+        os.replace(partial, self.cache)  # concurrent parses: the last complete file wins
