@@ -33,7 +33,7 @@ from workflow_scripts.gallery import (
 from workflow_scripts.study import load_study
 
 MODELS = ["model_a", "model_b"]
-INSTANCES = [("maze_square", "maze_square_lv1_01"), ("sorting", "sorting_lv2_03")]
+INSTANCES = [("maze_square", "maze_square_lv1_001"), ("sorting", "sorting_lv2_003")]
 COLORS = {  # one flat colour per video: a sheet's rows can be told apart by their pixels
     "denoise/step01.mp4": (200, 30, 30),
     "denoise/step02.mp4": (30, 200, 30),
@@ -67,7 +67,7 @@ def test_checkpoints_are_in_step_order_x0_before_xt(tmp_path):
 
 
 def test_tiles_span_the_clip_from_first_to_last_frame(outdir):
-    tiles, times = sample_tiles(outdir / "model_a/sorting/sorting_lv2_03/video.mp4", 6, 160)
+    tiles, times = sample_tiles(outdir / "model_a/sorting/sorting_lv2_003/video.mp4", 6, 160)
     assert [tile.size for tile in tiles] == [(160, 80)] * 6
     assert times == [0, 2 / 8, 3 / 8, 5 / 8, 6 / 8, 8 / 8]  # frames 0..8, evenly
 

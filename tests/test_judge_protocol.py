@@ -268,7 +268,7 @@ def test_completeness_request_has_its_own_rules_and_no_goal(run, rows, video):
     [received] = calls["completeness"]
     text = "\n".join(received.texts)
     assert row["goal"] not in text + received.system
-    for label, value in (("Task", "sorting"), ("Level", 1), ("Instance", "sorting_lv1_01")):
+    for label, value in (("Task", "sorting"), ("Level", 1), ("Instance", row["instance"])):
         assert f"{label}: {value}\n" in text
     standard = next(i for i, t in enumerate(received.texts) if row["tier_standard"] in t)
     first_frame = next(i for i, t in enumerate(received.texts) if FRAME.fullmatch(t))

@@ -3,19 +3,19 @@
 The run (scores written as score.json / transitions.json in DESIGN's layout):
 
     task  domain  skills               group        instances (level: ids)
-    t1    dA      planning, spatial    overlap      lv1: 01, 02   lv2: 01
-    t2    dA      planning             overlap      lv1: 01
-    t3    dB      temporal             non_overlap  lv1: 01       lv2: 01, 02
+    t1    dA      planning, spatial    overlap      lv1: 001, 002 lv2: 001
+    t2    dA      planning             overlap      lv1: 001
+    t3    dB      temporal             non_overlap  lv1: 001      lv2: 001, 002
 
     instance    M = wan22_i2v_a14b (base)     V = vbvr_wan22
                 compl  rubric final strict    compl  rubric final strict
-    t1_lv1_01   1.0    0.5    0.5   -         1.0    1.0    1.0   yes
-    t1_lv1_02   0.5    1.0    0.5   -         1.0    0.5    0.5   -
-    t1_lv2_01   1.0    1.0    1.0   yes       1.0    1.0    1.0   yes
-    t2_lv1_01   error                         1.0    1.0    1.0   yes
-    t3_lv1_01   0.0    0.25   0.0   -         0.5    0.5    0.25  -
-    t3_lv2_01   1.0    0.75   0.75  -         0.0    1.0    0.0   -
-    t3_lv2_02   missing                       1.0    0.75   0.75  -
+    t1_lv1_001  1.0    0.5    0.5   -         1.0    1.0    1.0   yes
+    t1_lv1_002  0.5    1.0    0.5   -         1.0    0.5    0.5   -
+    t1_lv2_001  1.0    1.0    1.0   yes       1.0    1.0    1.0   yes
+    t2_lv1_001  error                         1.0    1.0    1.0   yes
+    t3_lv1_001  0.0    0.25   0.0   -         0.5    0.5    0.25  -
+    t3_lv2_001  1.0    0.75   0.75  -         0.0    1.0    0.0   -
+    t3_lv2_002  missing                       1.0    0.75   0.75  -
 
 A third model, L = ltx23_i2v, has no results at all (every instance missing).
 """
@@ -37,8 +37,8 @@ from workflow_scripts.aggregate.jobs import plots_job, tables_job
 
 M, V, L = "wan22_i2v_a14b", "vbvr_wan22", "ltx23_i2v"
 TASKS = {"t1": "dA", "t2": "dA", "t3": "dB"}
-INSTANCES = ["t1_lv1_01", "t1_lv1_02", "t1_lv2_01", "t2_lv1_01", "t3_lv1_01"]
-INSTANCES += ["t3_lv2_01", "t3_lv2_02"]
+INSTANCES = ["t1_lv1_001", "t1_lv1_002", "t1_lv2_001", "t2_lv1_001", "t3_lv1_001"]
+INSTANCES += ["t3_lv2_001", "t3_lv2_002"]
 
 
 def ok(completeness, rubric, strict=False):
@@ -57,21 +57,21 @@ def ok(completeness, rubric, strict=False):
 ERROR = {"status": "error", "reason": "judge call failed", "final": None}
 SCORES = {
     M: {
-        "t1_lv1_01": ok(1.0, 0.5),
-        "t1_lv1_02": ok(0.5, 1.0),
-        "t1_lv2_01": ok(1.0, 1.0, strict=True),
-        "t2_lv1_01": ERROR,
-        "t3_lv1_01": ok(0.0, 0.25),
-        "t3_lv2_01": ok(1.0, 0.75),
+        "t1_lv1_001": ok(1.0, 0.5),
+        "t1_lv1_002": ok(0.5, 1.0),
+        "t1_lv2_001": ok(1.0, 1.0, strict=True),
+        "t2_lv1_001": ERROR,
+        "t3_lv1_001": ok(0.0, 0.25),
+        "t3_lv2_001": ok(1.0, 0.75),
     },
     V: {
-        "t1_lv1_01": ok(1.0, 1.0, strict=True),
-        "t1_lv1_02": ok(1.0, 0.5),
-        "t1_lv2_01": ok(1.0, 1.0, strict=True),
-        "t2_lv1_01": ok(1.0, 1.0, strict=True),
-        "t3_lv1_01": ok(0.5, 0.5),
-        "t3_lv2_01": ok(0.0, 1.0),
-        "t3_lv2_02": ok(1.0, 0.75),
+        "t1_lv1_001": ok(1.0, 1.0, strict=True),
+        "t1_lv1_002": ok(1.0, 0.5),
+        "t1_lv2_001": ok(1.0, 1.0, strict=True),
+        "t2_lv1_001": ok(1.0, 1.0, strict=True),
+        "t3_lv1_001": ok(0.5, 0.5),
+        "t3_lv2_001": ok(0.0, 1.0),
+        "t3_lv2_002": ok(1.0, 0.75),
     },
 }
 
@@ -88,19 +88,19 @@ def labelled(*pairs, status="ok"):
 
 TRANSITIONS = {
     M: {
-        "t1_lv1_01": labelled(
+        "t1_lv1_001": labelled(
             (1, 2, "unrecognizable", "vlm"),
             (2, 10, "wrong_to_correct", "vlm"),
             (10, 40, "stable", "vlm"),
         ),
-        "t1_lv1_02": labelled((1, 2, "unrecognizable", "vlm"), (2, 10, "stable", "vlm")),
+        "t1_lv1_002": labelled((1, 2, "unrecognizable", "vlm"), (2, 10, "stable", "vlm")),
         # the 2→10 call failed: its pair is not listed, 1→2 still counts
-        "t1_lv2_01": labelled((1, 2, "stable", "vlm"), status="error"),
-        "t3_lv1_01": labelled((1, 2, "stable", "vlm"), (2, 10, "correct_to_wrong", "vlm")),
+        "t1_lv2_001": labelled((1, 2, "stable", "vlm"), status="error"),
+        "t3_lv1_001": labelled((1, 2, "stable", "vlm"), (2, 10, "correct_to_wrong", "vlm")),
     },
     V: {
-        "t1_lv1_01": labelled((1, 2, "unrecognizable", "vlm"), (2, 10, "wrong_to_wrong", "vlm")),
-        "t2_lv1_01": labelled((1, 2, "stable", "human"), (2, 10, "stable", "vlm")),
+        "t1_lv1_001": labelled((1, 2, "unrecognizable", "vlm"), (2, 10, "wrong_to_wrong", "vlm")),
+        "t2_lv1_001": labelled((1, 2, "stable", "human"), (2, 10, "stable", "vlm")),
     },
 }
 
@@ -154,24 +154,24 @@ def cell(table: pd.DataFrame, **keys) -> pd.Series:
 def test_collect_one_row_per_model_and_instance(run):
     r = run.results.set_index(["model", "instance"])
     assert len(r) == 3 * 7
-    assert r.loc[(M, "t1_lv1_01"), ["task", "level", "domain", "overlap_group"]].tolist() == [
+    assert r.loc[(M, "t1_lv1_001"), ["task", "level", "domain", "overlap_group"]].tolist() == [
         "t1",
         1,
         "dA",
         "overlap",
     ]
-    assert r.loc[(M, "t1_lv1_01"), "skills"] == ("planning", "spatial")
-    assert r.loc[(M, "t2_lv1_01"), ["status", "reason"]].tolist() == ["error", "judge call failed"]
-    assert r.loc[(M, "t3_lv2_02"), "status"] == "missing"
+    assert r.loc[(M, "t1_lv1_001"), "skills"] == ("planning", "spatial")
+    assert r.loc[(M, "t2_lv1_001"), ["status", "reason"]].tolist() == ["error", "judge call failed"]
+    assert r.loc[(M, "t3_lv2_002"), "status"] == "missing"
     assert (r.loc[L, "status"] == "missing").all()
-    assert r.loc[(M, "t2_lv1_01"), ["completeness", "rubric", "final"]].isna().all()  # not 0
-    assert r.loc[(M, "t1_lv2_01"), "transitions_status"] == "error"
+    assert r.loc[(M, "t2_lv1_001"), ["completeness", "rubric", "final"]].isna().all()  # not 0
+    assert r.loc[(M, "t1_lv2_001"), "transitions_status"] == "error"
     # every listed pair, the error document's too (M: 3 + 2 + 1 + 2, V: 2 + 2)
     assert len(run.pairs) == 12
     assert set(run.pairs.columns) >= {"model", "instance", "task", "domain", "step_pair", "source"}
     human = run.pairs[run.pairs.source == "human"]
     assert human[["model", "instance", "step_pair", "label"]].values.tolist() == [
-        [V, "t2_lv1_01", "1→2", "stable"]
+        [V, "t2_lv1_001", "1→2", "stable"]
     ]
 
 
@@ -288,7 +288,7 @@ def test_overlap_groups_average_task_means_and_pair_vbvr_with_base(built):
 def test_transitions_give_label_percentages_summing_to_100(built):
     t = built["transitions"]
     expected = {
-        # M's t1_lv2_01 failed its 2→10 call: it leaves every pair of M, its 1→2 too
+        # M's t1_lv2_001 failed its 2→10 call: it leaves every pair of M, its 1→2 too
         (M, "1→2"): ({"unrecognizable": 200 / 3, "stable": 100 / 3}, 3),
         (M, "2→10"): (
             {"wrong_to_correct": 100 / 3, "stable": 100 / 3, "correct_to_wrong": 100 / 3},
@@ -374,10 +374,10 @@ def test_errors_count_every_gap(built):
         "transitions_missing",
         "transitions_failed",
     ]
-    assert t.loc[M].tolist() == [7, 5, 1, 1, 3, 1, 3, "t1_lv2_01"]
+    assert t.loc[M].tolist() == [7, 5, 1, 1, 3, 1, 3, "t1_lv2_001"]
     assert t.loc[V].tolist() == [7, 7, 0, 0, 2, 0, 5, ""]
     assert t.loc[L].tolist() == [7, 0, 0, 7, 0, 0, 7, ""]
-    assert t.loc["all"].tolist() == [21, 12, 1, 8, 5, 1, 15, f"{M}/t1_lv2_01"]
+    assert t.loc["all"].tolist() == [21, 12, 1, 8, 5, 1, 15, f"{M}/t1_lv2_001"]
 
 
 def test_bootstrap_cis(run, built):

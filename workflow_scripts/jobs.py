@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import shlex
 import sys
 from argparse import Namespace
@@ -115,10 +114,7 @@ def judge_job(argv: list[str]) -> None:
     from workflow_scripts.judge.protocol import judge_video
     from workflow_scripts.judge.settings import Protocol
 
-    run = Path(job.score).parent  # <outdir>/<model>/<task>/<instance>
     instance = json.loads(job.instance)
-    level = re.search(r"_lv(\d+)_", run.name)
-    instance.update(task=run.parent.name, instance=run.name, level=level and int(level[1]))
     instance.update(image=job.image, gt_image=job.gt or None)
     settings = json.loads(job.judge)
     protocol = Protocol(**settings["protocol"])

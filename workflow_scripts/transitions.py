@@ -193,7 +193,7 @@ async def label_pairs(
 ) -> dict:
     """transitions.json of one video: one call per pair, run together (the client caps them).
 
-    `instance` holds the texts of `judge.settings.instance_params`, `task` and the `image`
+    `instance` holds what `judge.settings.instance_params` gives, and the `image`
     and `gt_image` paths; `denoise` the checkpoint videos; `human` this video's human
     labels; `templates` the transition templates by file name. `calls` counts the calls
     sent (failed ones included), `cached_calls` the cache hits, `tokens` the usage of
@@ -308,7 +308,7 @@ def label_transitions_job(argv: list[str]) -> None:
 
     settings = json.loads(job.transitions)
     instance = json.loads(job.instance)
-    instance.update(task=Path(job.denoise).parts[-3], image=job.image, gt_image=job.gt or None)
+    instance.update(image=job.image, gt_image=job.gt or None)
     judge = json.loads(job.judge)
 
     async def label() -> dict:

@@ -57,6 +57,9 @@ def judge_params(judge_config: Mapping, calls=JUDGE_CALLS) -> str:
 
 
 def instance_params(row: Mapping) -> str:
-    """The texts of an instance the judge reads (its images are rule inputs), as JSON."""
-    keys = ("goal", "checklist", "tier_standard", "gt_text")
-    return json.dumps({key: row[key] for key in keys}, ensure_ascii=False)
+    """What the judge reads of an instance (its images are rule inputs), as JSON: its id
+    (`row.name`), task and level, and its texts."""
+    texts = {key: row[key] for key in ("task", "goal", "checklist", "tier_standard", "gt_text")}
+    return json.dumps(
+        {"instance": row.name, "level": int(row["level"]), **texts}, ensure_ascii=False
+    )
