@@ -153,7 +153,7 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
         task = instance.rsplit("_lv", 1)[0]
         score = json.loads((results / "ext" / task / instance / "score.json").read_text())
         assert score["status"] == "ok" and len(score["violations"]) == len(checklist), instance
-    # Every rubric call carries one instance's own goal and checklist (K items for the verdict).
+    # Every rubric call carries one instance's own goal and checklist (indices 1..K: verdict).
     rubric_calls = 0
     for request in fake.requests:
         properties = (request.schema or {}).get("properties", {})
@@ -163,7 +163,8 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
             assert len(own) == 1, text
             assert all(item in text for item in CHECKLISTS[own[0]][1]), text
             if "checklist" in properties:
-                assert properties["checklist"]["minItems"] == len(CHECKLISTS[own[0]][1])
+                k = len(CHECKLISTS[own[0]][1])
+                assert properties["checklist"]["items"]["properties"]["index"]["maximum"] == k
             rubric_calls += 1
     assert rubric_calls == 2 * 5  # a window and a verdict per video
 
@@ -184,7 +185,10 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
         assert re.fullmatch(r"ext_(maze_square|clock_running|sorting)_(lv\d)_(\d{3})\.mp4", name)
 
 
-def test_beside_a_generated_model_only_that_one_gets_gpu_jobs_and_transitions(release, tmp_path):
+def test_beside_a_generated_model_only_that_one_gets_gpu_jobs_and_transitions(
+    release, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("GEMINI_API_KEY", "not-used-by-a-dry-run")
     folder = tmp_path / "eval_res" / "ext"
     write_videos(folder, prefix="ext")
     config = videos_config(tmp_path, release, folder)
