@@ -34,7 +34,12 @@ from transformers import (
     T5EncoderModel,
 )
 
-from vgi_models.families.common import checkpoint_latents, final_latents, to_frames  # noqa: F401
+from vgi_models.families.common import (  # noqa: F401
+    checkpoint_latents,
+    final_latents,
+    refine,
+    to_frames,
+)
 from vgi_models.families.hunyuan15_attention import use_prefix_attention
 
 TEXT_DIM, GLYPH_DIM, IMAGE_DIM, LATENT_CHANNELS = 16, 32, 12, 4
