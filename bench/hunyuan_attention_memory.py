@@ -8,7 +8,7 @@ and reads the process's peak resident memory (VmHWM, reset before each call thro
 (111,600 video tokens + 2,000 text: S = 113,600), with b scaled from the bench's width to the
 real model's 2048 (16 heads x 128). The S^2 term does not depend on the width.
 
-    python bench/hunyuan_attention_memory.py [--sizes 2048 4096 8192 12288] [--heads 2]
+    python bench/hunyuan_attention_memory.py [--sizes 4096 8192 12288 16384] [--heads 2]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,8 @@ from diffusers.models.transformers.transformer_hunyuan_video15 import (
     HunyuanVideo15TransformerBlock,
 )
 
-from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor  # noqa: E402
 
 FULL_S, FULL_WIDTH, HEAD_DIM = 113_600, 2048, 64
 PROCESSORS = {"diffusers": HunyuanVideo15AttnProcessor2_0, "prefix": PrefixAttnProcessor}
@@ -65,7 +67,7 @@ def fit(sizes: list[int], grown: list[int]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192, 12288])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192, 12288, 16384])
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--text", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1)
