@@ -13,7 +13,7 @@ DOWNLOAD = re.compile(r"huggingface-cli download\s+([^\s`]+)")
 
 
 def _weights(registry: dict) -> dict[str, str]:
-    """Every non-tiny weight location (base weights, LoRA, upsampler) by where it is named."""
+    """Every non-tiny weight location (base weights, LoRA) by where it is named."""
     found = {}
     for key, entry in registry.items():
         if entry["source"] != "tiny":
@@ -44,3 +44,12 @@ def test_readme_download_commands_name_the_registry_ids(registry):
     commands = set(DOWNLOAD.findall(readme)) - {"hexuan21/VGI-Bench"}
     hub_ids = {s for s in _weights(registry).values() if not s.startswith(LOCAL)}
     assert commands == hub_ids
+
+
+def test_vbvr_comes_as_lora_or_as_full_pipeline_with_the_same_settings(registry):
+    for version in ("2.2", "2.1"):
+        key = f"vbvr_wan{version.replace('.', '')}"
+        lora, full = registry[key], registry[f"{key}_pipeline"]
+        assert full["source"] == f"Video-Reason/VBVR-Wan{version}" and "lora" not in full
+        assert lora["lora"]["path"] == f"{full['source']}-diffsynth"
+        assert full["generation"] == lora["generation"] and full["family"] == lora["family"]
