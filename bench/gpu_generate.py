@@ -39,6 +39,7 @@ from accelerate import init_empty_weights
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from vgi_models.families.hunyuan15_attention import use_prefix_attention  # noqa: E402
 from vgi_models.registry import load_registry  # noqa: E402
 
 PEAK_TFLOPS = 790.0  # H200 bf16 dense, as briefed (NVIDIA lists 989 for SXM, 835 for NVL)
@@ -99,6 +100,10 @@ class Model:
 
     def blocks(self, model):
         return model.transformer_blocks
+
+    def prepare(self, model):
+        """The denoiser as the family module runs it (attention processors)."""
+        return model
 
     def geometry(self, vae) -> tuple[int, int, int]:
         """Latent channels, temporal and spatial compression."""
@@ -190,6 +195,10 @@ class Hunyuan15(Model):
     tiny_tiling = square_tiles(sample_min=64, latent_min=4)
     GLYPH, IMAGE = 256, 729  # ByT5 prompt padded to 256 tokens; 729 SigLIP image tokens
     TEXT_LINEARS = ("attn.add_", "attn.to_add_out", "ff_context.")  # on the text tokens
+
+    def prepare(self, model):
+        use_prefix_attention(model)  # as vgi_models.families.hunyuan15 does: no S x S mask
+        return model
 
     def count_tokens(self):
         qwen = self.gen.get("max_sequence_length", 1000)  # the pipeline pads Qwen to 1000
@@ -387,7 +396,7 @@ def peak_gib(device: str) -> float | None:
 
 def run_denoiser(m: Model, device: str, dtype: torch.dtype, steps: int) -> dict:
     sync(device, reset_peak=True)
-    model = materialize(build_empty(m.transformer_cls, m.transformer), device, dtype)
+    model = m.prepare(materialize(build_empty(m.transformer_cls, m.transformer), device, dtype))
     inputs = {c.name: m.inputs(c, {"device": device, "dtype": dtype}) for c in m.calls}
     with torch.inference_mode():
         # warm-up: each kind of call once, its Linear FLOPs counted against the formula's

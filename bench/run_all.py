@@ -1,7 +1,8 @@
 """Run every benchmark and print one table of their headline figures.
 
-Runs bench/dag_scale.py, bench/hook_overhead.py and bench/judge_throughput.py (with `--gpu`
-also bench/gpu_generate.py, which needs a CUDA GPU) one after another, each as a child
+Runs bench/dag_scale.py, bench/hook_overhead.py, bench/judge_throughput.py,
+bench/hunyuan_attention_memory.py and bench/runtimes.py (with `--gpu` also
+bench/gpu_generate.py, which needs a CUDA GPU) one after another, each as a child
 process whose report is passed through; reads each one's last output line (its JSON
 summary) and prints one table: benchmark, figure, value, goal. The last line is one JSON
 object with the same figures. `--quick`: fewer repeats and a smaller judge load. A
@@ -24,6 +25,8 @@ ARGS = {  # benchmark: (arguments, --quick arguments)
     "dag_scale": ([], ["--repeats", "1"]),
     "hook_overhead": ([], ["--repeats", "3"]),
     "judge_throughput": ([], ["--videos", "8"]),
+    "hunyuan_attention_memory": ([], ["--sizes", "4096", "8192"]),
+    "runtimes": ([], []),
     "gpu_generate": ([], ["--steps", "1"]),
 }
 
@@ -80,6 +83,17 @@ def headlines(name: str, summary: dict) -> list[tuple[str, object, str]]:
                 for r in summary["throughput"]
             ],
             ("frame extraction speed-up (decord vs ffmpeg)", summary["frames"]["speedup"], ""),
+        ]
+    if name == "hunyuan_attention_memory":
+        return [
+            (f"full-size GB per attention call, {p}", summary[p]["full_size_estimate_gb"], goal)
+            for p, goal in (("diffusers", ""), ("prefix", "fits an H20 (96 GB)"))
+        ]
+    if name == "runtimes":
+        return [
+            (f"job limit min, {model}, {gpu}", row[gpu], "")
+            for model, row in summary["minutes"].items()
+            for gpu in ("H20", "H100/H200")
         ]
     rows = []  # gpu_generate
     for model, entry in summary["models"].items():

@@ -57,7 +57,8 @@ def test_full_size_shapes_tokens_and_flops(bench):
     assert wan["latent"] == [16, 21, 90, 160] and wan["tokens"]["video"] == 75_600
     assert hunyuan["latent"] == [32, 31, 45, 80] and hunyuan["tokens"]["video"] == 111_600
     assert hunyuan["tokens"]["text"] == 1000 + 256 + 729
-    assert ltx["latent"] == [128, 16, 22, 40] and ltx["tokens"]["video"] == 14_080
+    # the recorded first stage of LTX-2.3's two-stage recipe: 512x768
+    assert ltx["latent"] == [128, 16, 16, 24] and ltx["tokens"]["video"] == 6_144
     assert ltx["tokens"]["audio"] == 126
     assert wan["params_b"] == pytest.approx(14.29, abs=0.01)
     assert hunyuan["params_b"] == pytest.approx(8.33, abs=0.01)
@@ -67,5 +68,6 @@ def test_full_size_shapes_tokens_and_flops(bench):
     assert flops["linear"] == pytest.approx(1810, rel=0.01)
     assert flops["attention"] == pytest.approx(4 * 75_600**2 * 5120 * 40 / 1e12, rel=0.01)
     # the original author's full-size plan: TFLOP per step
-    for plan, tflop in ((ltx, 2097), (wan, 13050), (hunyuan, 12650)):
+    ltx_one_stage = bench.plan("ltx23_i2v_one_stage", "full").summary()  # 704x1280
+    for plan, tflop in ((ltx_one_stage, 2097), (wan, 13050), (hunyuan, 12650)):
         assert plan["tflop_per_step"] == pytest.approx(tflop, rel=0.005)

@@ -8,8 +8,13 @@ import decord
 import numpy as np
 import pytest
 import torch
+from diffusers.models.transformers.transformer_hunyuan_video15 import (
+    HunyuanVideo15AttnProcessor2_0,
+)
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.pipelines import STEPS, run_pipeline
+from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor, use_prefix_attention
 from vgi_models.generate import generate
 from vgi_models.registry import load_registry
 
@@ -135,6 +140,81 @@ def test_hunyuan15_load_applies_the_settings_to_saved_weights(registry, hunyuan_
         gen["height"],
         gen["width"],
     )
+
+
+@pytest.fixture(scope="module")
+def hunyuan_transformer_calls(specs, example_image):
+    """The tiny transformer and its two calls of the first step (prompt, empty negative prompt)."""
+    spec = specs["tiny_hunyuan15"]
+    pipe = spec.build()
+    calls = []
+    pipe.transformer.register_forward_pre_hook(
+        lambda _, args, kwargs: calls.append(kwargs), with_kwargs=True
+    )
+    run_pipeline(spec, example_image, pipe=pipe, record=False, num_inference_steps=1)
+    return pipe.transformer, calls
+
+
+def _with_processor(transformer, processor_class, **inputs) -> torch.Tensor:
+    for block in transformer.transformer_blocks:
+        block.attn.set_processor(processor_class())
+    try:
+        with torch.no_grad():
+            return transformer(**inputs, return_dict=False)[0]
+    finally:
+        use_prefix_attention(transformer)
+
+
+def test_hunyuan15_prefix_attention_equals_diffusers_processor(hunyuan_transformer_calls):
+    """Batch 2 with different text padding per sample (prompt and empty negative prompt):
+    the mask-free processor gives diffusers' output within 1e-5 (float32)."""
+    transformer, calls = hunyuan_transformer_calls
+    cond, uncond = calls
+    valid = [
+        int(c["encoder_attention_mask"].sum() + c["encoder_attention_mask_2"].sum())
+        for c in (cond, uncond)
+    ]
+    assert valid[0] > valid[1] > 0  # both padded (32 + 8 text tokens), by different amounts
+    assert valid[0] < 40
+    batch = {
+        k: torch.cat([v, uncond[k]]) if isinstance(v, torch.Tensor) else v for k, v in cond.items()
+    }
+    batch.pop("return_dict", None)
+    ours = _with_processor(transformer, PrefixAttnProcessor, **batch)
+    theirs = _with_processor(transformer, HunyuanVideo15AttnProcessor2_0, **batch)
+    assert theirs.abs().max() > 0.1
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+
+def test_hunyuan15_attention_never_builds_a_sequence_squared_tensor(hunyuan_transformer_calls):
+    """No op output of a transformer call has two axes as long as the joint sequence S (the
+    dense mask of diffusers' processor, [1, 1, S, S], does)."""
+    transformer, calls = hunyuan_transformer_calls
+    inputs = {k: v for k, v in calls[0].items() if k != "return_dict"}
+    text = (inputs[k].shape[1] for k in ("encoder_attention_mask", "encoder_attention_mask_2"))
+    seq = inputs["hidden_states"][0, 0].numel() + sum(text) + inputs["image_embeds"].shape[1]
+    squares = {}
+    for processor in (PrefixAttnProcessor, HunyuanVideo15AttnProcessor2_0):
+        with _Shapes() as shapes:
+            _with_processor(transformer, processor, **inputs)
+        squares[processor] = [s for s in shapes.seen if sum(n == seq for n in s) >= 2]
+    assert squares[HunyuanVideo15AttnProcessor2_0]  # the check sees diffusers' mask
+    assert squares[PrefixAttnProcessor] == []
+
+
+class _Shapes(TorchDispatchMode):
+    """Records the shape of every tensor an aten op returns."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(tensor, torch.Tensor):
+                self.seen.append(tuple(tensor.shape))
+        return out
 
 
 # LTX-2.3: video and audio streams, spatio-temporal guidance

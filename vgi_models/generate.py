@@ -32,6 +32,8 @@ def generate(
 
     The family module maps the pipeline's latent output (`final_latents`) and a recorded
     state (`checkpoint_latents`) to the same latent form, which its `decode` turns into frames.
+    Checkpoints are recorded over the first (or only) stage; `refine` runs any later stage, whose
+    output is the video (LTX-2.3's two-stage recipe: checkpoints at the first stage's size).
     """
     out_dir = Path(out_dir)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -49,17 +51,12 @@ def generate(
     t0 = time.perf_counter()
     generator = torch.Generator("cpu").manual_seed(gen["seed"])
     kinds = {"x0": ["x0"], "xt": ["xt"], "both": ["x0", "xt"]}[decode]
-    with (
-        torch.inference_mode(),
-        CheckpointRecorder(pipe.scheduler, tuple(steps), keep_xt="xt" in kinds) as rec,
-    ):
-        output = pipe(
-            image=Image.open(image).convert("RGB"),
-            prompt=prompt,
-            generator=generator,
-            output_type="latent",
-            **family.call_kwargs(gen),
-        )
+    call = {"image": Image.open(image).convert("RGB"), "prompt": prompt, "generator": generator}
+    with torch.inference_mode():
+        with CheckpointRecorder(pipe.scheduler, tuple(steps), keep_xt="xt" in kinds) as rec:
+            output = pipe(**call, output_type="latent", **family.call_kwargs(gen))
+        recorded = family.final_latents(pipe, output).cpu()
+        output = family.refine(pipe, output, gen, **call)
     seconds["denoise"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -69,9 +66,10 @@ def generate(
     write_video(final, out_dir / "video.mp4", gen["fps"], audio)
     for step in steps:
         for kind in kinds:
-            state = family.checkpoint_latents(pipe, getattr(rec.checkpoints[step], kind), latents)
+            state = family.checkpoint_latents(pipe, getattr(rec.checkpoints[step], kind), recorded)
             frames = final if torch.equal(state, latents) else family.decode(pipe, state)
             write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
+    checkpoint_size = {"height": int(frames.shape[1]), "width": int(frames.shape[2])}
     seconds["decode"] = time.perf_counter() - t0
 
     meta = {
@@ -86,6 +84,7 @@ def generate(
         "frames": int(final.shape[0]),
         "height": int(final.shape[1]),
         "width": int(final.shape[2]),
+        "checkpoint_size": checkpoint_size,  # a two-stage model's checkpoints: its first stage
         "fps": gen["fps"],
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
         "threads": torch.get_num_threads(),

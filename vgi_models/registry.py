@@ -121,9 +121,15 @@ def problems_of(
             )
         if spec.source != TINY:
             try:
-                spec.resolve_source()
+                weights = Path(spec.resolve_source())
             except FileNotFoundError as err:
                 found.append(str(err))
+            else:
+                stage = spec.generation.get("stage_2")  # LTX: the upsampler beside the weights
+                if stage and not (weights / stage["upsampler"]).is_dir():
+                    found.append(
+                        f"model {key!r}: latent upsampler {stage['upsampler']}/ not in {weights}"
+                    )
         if spec.lora and spec.lora["path"] != TINY:
             from vgi_models.lora import lora_files
 

@@ -16,6 +16,11 @@ def checkpoint_latents(pipe, state: torch.Tensor, final: torch.Tensor) -> torch.
     return state
 
 
+def refine(pipe, output, generation: dict, **call):
+    """What follows the recorded denoising: nothing for a one-stage family."""
+    return output
+
+
 def to_frames(pipe, video: torch.Tensor) -> np.ndarray:
     """A decoded video tensor -> uint8 frames [F, H, W, 3], via the pipeline's postprocessing."""
     frames = pipe.video_processor.postprocess_video(video, output_type="np")[0]

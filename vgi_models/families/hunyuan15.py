@@ -3,7 +3,8 @@
 The pipeline takes no height, width or guidance scale: it picks the output size from the
 input image's aspect ratio and its `target_size` (the side of a square of the same area),
 and classifier-free guidance lives on its `guider` component. Both are set here from the
-generation settings. Its `output_type="latent"` result is the latent times the VAE's
+generation settings, as is an attention processor that never builds diffusers' dense S x S
+mask (`hunyuan15_attention`). Its `output_type="latent"` result is the latent times the VAE's
 `scaling_factor`.
 """
 
@@ -33,7 +34,13 @@ from transformers import (
     T5EncoderModel,
 )
 
-from vgi_models.families.common import checkpoint_latents, final_latents, to_frames  # noqa: F401
+from vgi_models.families.common import (  # noqa: F401
+    checkpoint_latents,
+    final_latents,
+    refine,
+    to_frames,
+)
+from vgi_models.families.hunyuan15_attention import use_prefix_attention
 
 TEXT_DIM, GLYPH_DIM, IMAGE_DIM, LATENT_CHANNELS = 16, 32, 12, 4
 # The tiny Qwen tokenizer is byte-level with no merges: one token per byte. Its template
@@ -134,7 +141,9 @@ def load(source: str, generation: dict, dtype: torch.dtype) -> HunyuanVideo15Ima
 
 
 def _configure(pipe, generation: dict) -> HunyuanVideo15ImageToVideoPipeline:
-    """Scheduler shift, guidance scale, output size and prompt length."""
+    """Scheduler shift, guidance scale, output size, prompt length, and attention without the
+    dense S x S mask (`hunyuan15_attention`)."""
+    use_prefix_attention(pipe.transformer)
     pipe.scheduler = FlowMatchEulerDiscreteScheduler.from_config(
         pipe.scheduler.config, shift=generation["flow_shift"]
     )

@@ -9,6 +9,13 @@ generation setting `keep_audio` asks for it in `video.mp4` (`final_audio`).
 The video scheduler steps only latent frames 1..N, unpacked ([B, C, N, H, W], normalised); frame
 0 is the clean image latent. The family's latent form is the full de-normalised video latent
 [B, C, 1 + N, H, W] that `output_type="latent"` returns.
+
+With `generation.stage_2` the model runs LTX-2.3's two-stage recipe: the recorded first stage at
+`height` x `width`, then (`refine`) diffusers' `LTX2LatentUpsamplePipeline` doubles the latent's
+height and width with the latent upsampler stored beside the weights (`stage_2.upsampler`, a
+subfolder of the source), and the same pipeline re-noises it to `stage_2.sigmas[0]` and denoises
+it along those sigmas, as given (no dynamic shift), with the stage's guidance for video and
+audio alike. The video and audio come from the second stage.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from diffusers import (
     AutoencoderKLLTX2Video,
     FlowMatchEulerDiscreteScheduler,
     LTX2ImageToVideoPipeline,
+    LTX2LatentUpsamplePipeline,
     LTX2VideoTransformer3DModel,
 )
 from diffusers.pipelines.ltx2 import LTX2TextConnectors, LTX2VocoderWithBWE
+from diffusers.pipelines.ltx2.latent_upsampler import LTX2LatentUpsamplerModel
 from transformers import (
     Gemma3Config,
     Gemma3ForConditionalGeneration,
@@ -173,6 +182,11 @@ def build_tiny(family: str, generation: dict) -> LTX2ImageToVideoPipeline:
         transformer=transformer.eval(),
         vocoder=vocoder.eval(),
     )
+    if "stage_2" in generation:
+        torch.manual_seed(0)
+        pipe.latent_upsampler = LTX2LatentUpsamplerModel(
+            in_channels=8, mid_channels=32, num_blocks_per_stage=1
+        ).eval()
     return _checked(pipe, generation)
 
 
@@ -191,6 +205,10 @@ def _scheduler() -> FlowMatchEulerDiscreteScheduler:
 def load(source: str, generation: dict, dtype: torch.dtype) -> LTX2ImageToVideoPipeline:
     """Real weights from a local directory or a hub id already in the local cache."""
     pipe = LTX2ImageToVideoPipeline.from_pretrained(source, dtype=dtype, local_files_only=True)
+    if "stage_2" in generation:
+        pipe.latent_upsampler = LTX2LatentUpsamplerModel.from_pretrained(
+            source, subfolder=generation["stage_2"]["upsampler"], dtype=dtype, local_files_only=True
+        ).eval()
     return _checked(pipe, generation)
 
 
@@ -214,6 +232,46 @@ def call_kwargs(generation: dict) -> dict:
     if "max_sequence_length" in generation:
         kwargs["max_sequence_length"] = generation["max_sequence_length"]
     return kwargs
+
+
+def refine(pipe: LTX2ImageToVideoPipeline, output, generation: dict, **call):
+    """The second stage of the two-stage recipe on a first stage's latent output (`call`: its
+    image, prompt and generator); the output itself for a one-stage model."""
+    stage = generation.get("stage_2")
+    if stage is None:
+        return output
+    device = pipe._execution_device
+    upsampler = pipe.latent_upsampler.to(device)
+    scale = upsampler.config.rational_spatial_scale
+    upsampled = LTX2LatentUpsamplePipeline(vae=pipe.vae, latent_upsampler=upsampler)(
+        latents=output.frames.to(device),
+        height=generation["height"],
+        width=generation["width"],
+        num_frames=generation["num_frames"],
+        output_type="latent",
+    ).frames
+    keys = ("guidance_scale", "stg_scale", "modality_scale", "guidance_rescale")
+    guidance = {k: stage[k] for k in keys}
+    kwargs = call_kwargs(generation) | guidance | {f"audio_{k}": v for k, v in guidance.items()}
+    kwargs |= {"height": round(generation["height"] * scale)}
+    kwargs |= {"width": round(generation["width"] * scale)}
+    del kwargs["num_inference_steps"]
+    first = pipe.scheduler
+    pipe.scheduler = FlowMatchEulerDiscreteScheduler.from_config(
+        first.config, use_dynamic_shifting=False, shift_terminal=None
+    )
+    try:
+        return pipe(
+            **call,
+            **kwargs,
+            latents=upsampled,
+            audio_latents=output.audio,
+            sigmas=stage["sigmas"],
+            noise_scale=stage["sigmas"][0],
+            output_type="latent",
+        )
+    finally:
+        pipe.scheduler = first
 
 
 def final_latents(pipe: LTX2ImageToVideoPipeline, output) -> torch.Tensor:

@@ -30,7 +30,12 @@ from transformers import (
     UMT5EncoderModel,
 )
 
-from vgi_models.families.common import checkpoint_latents, final_latents, to_frames  # noqa: F401
+from vgi_models.families.common import (  # noqa: F401
+    checkpoint_latents,
+    final_latents,
+    refine,
+    to_frames,
+)
 
 TEXT_DIM = 32
 HEADS, HEAD_DIM = 2, 12
