@@ -26,7 +26,7 @@ from tests.slurm_cluster import slurm_cluster_fixture  # noqa: F401  (the `slurm
 from tests.workflow import REPO, default_config
 
 SQUEUE = "JobID:6,Partition:6,State:11,Comment:60,tres-per-job:14,NodeList:10"
-GENERATE = "rule_generate_wildcards_tiny_wan22_sorting_sorting_lv1_0{}"  # a job's comment
+GENERATE = "rule_generate_wildcards_tiny_wan22_sorting_sorting_lv1_00{}"  # a job's comment
 
 
 def squeue(cluster) -> dict[str, str]:
