@@ -45,6 +45,7 @@ from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: par
     Fault,
     JudgeCallError,
     ServiceError,
+    backend,
     describe_error,
     usage_counts,
 )
@@ -144,7 +145,7 @@ class VLMClient:
             raise ValueError(f"judge.backend: unknown backend {self.config['backend']!r}")
         self.cache_dir = Path(cache_dir)
         self._key = key
-        self._backend_class = BACKENDS[self.config["backend"]]
+        self._backend_class = backend(self.config["backend"])
         self._settings = {name: self.config[name] for name in self._backend_class.SETTINGS}
         self._loop = self._backend = self._semaphore = None
         self._failure: ServiceError | None = None
