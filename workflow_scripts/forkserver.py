@@ -9,7 +9,7 @@ stdout and stderr (the job's log), runs `target(argv)` and its exit status becom
 job's. Each job is still its own process, with its own event loop and client. The child
 dies with the job's process (Snakemake killing a job kills its calls). The server starts
 with the first job, is keyed by the interpreter and the code's files (an edit starts a
-new one), and exits after IDLE_S without jobs.
+new one), listens in a folder of the user's own, and exits after IDLE_S without jobs.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
+CODE = (PACKAGE, PACKAGE.parent / "vgi_models")  # what the jobs run: an edit starts a new server
 PRELOAD = (
     "workflow_scripts.jobs",
     "workflow_scripts.transitions",
@@ -44,10 +45,14 @@ START_TIMEOUT_S = 60.0
 
 def address() -> Path:
     """The server's socket: private to the user, keyed by the interpreter and the code."""
-    code = sorted((str(p), p.stat().st_mtime_ns) for p in PACKAGE.rglob("*.py"))
+    files = [p for package in CODE for p in package.rglob("*.py")]
+    code = sorted((str(p), p.stat().st_mtime_ns) for p in files)
     key = hashlib.sha256(json.dumps([sys.executable, code]).encode()).hexdigest()[:16]
     folder = Path(tempfile.gettempdir()) / f"vgi-forkserver-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise RuntimeError(f"{folder} must be yours alone (mode 700): the jobs' keys pass there")
     return folder / f"{key}.sock"
 
 
