@@ -59,7 +59,13 @@ def address() -> Path:
 def run(target: str, argv: list[str]) -> None:
     """Runs `target` ("module:function") on `argv` in a child of the server; exits with its
     status."""
-    connection = _connect(address())
+    try:
+        connection = _connect(address())
+    except (OSError, RuntimeError) as error:  # the job still runs, and its log says why
+        print(f"fork server unavailable ({error}); the job runs unforked", file=sys.stderr)
+        module, function = target.split(":")
+        getattr(importlib.import_module(module), function)(argv)
+        return
     request = {"target": target, "argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd()}
     data = json.dumps({**request, "env": dict(os.environ)}).encode()
     sys.stdout.flush()
@@ -81,7 +87,7 @@ def _connect(path: Path) -> socket.socket:
             return connection
         command = [sys.executable, "-m", "workflow_scripts.forkserver", str(path)]
         devnull = subprocess.DEVNULL
-        subprocess.Popen(
+        server = subprocess.Popen(
             command,
             cwd=PACKAGE.parent,
             stdin=devnull,
@@ -91,7 +97,7 @@ def _connect(path: Path) -> socket.socket:
         )
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (connection := _try(path)):
-            if time.monotonic() > deadline:
+            if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the fork server at {path} did not start")
             time.sleep(0.02)
         return connection
