@@ -231,7 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the test output is the pytest report."""
 
     def do_POST(self) -> None:
-        fake = self.server.fake
+        fake, arrived = self.server.fake, time.monotonic()  # before parsing takes its time
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         auth = self.headers.get("Authorization", "")
         api_key = self.headers.get("x-goog-api-key") or auth.removeprefix("Bearer ") or None
@@ -243,6 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": {"code": 404, "message": f"no route {path}"}})
             return
+        received.at = arrived
         script = fake._enter(received)
         if fake.api_key is not None and api_key != fake.api_key:
             script = http_error(401, "API key not valid. Please pass a valid API key.")

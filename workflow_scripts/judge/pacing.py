@@ -6,8 +6,9 @@ A sliding window in a file: each request sent and each reply's tokens is one lin
 an exclusive `fcntl.flock` (judge jobs are local rules: one host). A request waits until
 the last window holds fewer than the limit of requests and of tokens. Tokens are known
 only when a reply comes, so the window may go over its token limit by the tokens of the
-requests in flight when it fills; requests after them wait. The window is a second longer
-than the quota's (`window_s`): slack for the time a request takes to reach the server.
+requests in flight when it fills; requests after them wait. The window is 2 s longer than
+the quota's (`window_s`): slack for the time a request takes to reach the server (over 1 s
+measured with many jobs starting at once on a loaded host).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import fcntl
 import time
 from pathlib import Path
 
-SLACK_S = 1.0
+SLACK_S = 2.0
 
 
 class SharedRateLimit:
