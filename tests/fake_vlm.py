@@ -9,15 +9,18 @@ Each request takes the next scripted answer, if any (an HTTP error with a retry 
 dropped connection, a stall, invalid JSON, no candidate, a blocked candidate or prompt),
 else a normal reply whose JSON is `responder(received)`; by default the smallest value
 the request's schema accepts. Given `api_key`, it refuses any other key with HTTP 401.
-Every request is recorded, parsed (`Received`), with the API key it carried;
-`max_in_flight` is the most requests ever handled at once. Replies report the model
-version `version(model)`.
+Given `rate_limit=(R, window_s)`, like the real APIs it refuses a request beyond R in
+any `window_s` (HTTP 429 with a retry hint in both APIs' forms; refused requests do not
+count). Every request is recorded, parsed (`Received`), with the API key it carried, when
+it came and when it was answered, and its status; `max_in_flight` is the most requests
+ever handled at once. Replies report the model version `version(model)`.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import socket
 import struct
@@ -50,6 +53,8 @@ class Received:
     api_key: str | None
     body: dict
     at: float = field(default_factory=time.monotonic)
+    done: float | None = None  # when the answer was sent
+    status: int | None = None  # the answer's HTTP status (None: the connection was dropped)
 
 
 @dataclass(frozen=True)
@@ -226,7 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the test output is the pytest report."""
 
     def do_POST(self) -> None:
-        fake = self.server.fake
+        fake, arrived = self.server.fake, time.monotonic()  # before parsing takes its time
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         auth = self.headers.get("Authorization", "")
         api_key = self.headers.get("x-goog-api-key") or auth.removeprefix("Bearer ") or None
@@ -238,9 +243,11 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": {"code": 404, "message": f"no route {path}"}})
             return
+        received.at = arrived
         script = fake._enter(received)
         if fake.api_key is not None and api_key != fake.api_key:
             script = http_error(401, "API key not valid. Please pass a valid API key.")
+        received.status = None if script.reset else script.status
         try:
             time.sleep(fake.delay + script.delay)
             if script.reset:
@@ -260,7 +267,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 self._send(200, build(received, script, text))
         finally:
-            fake._leave()
+            fake._leave(received)
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
@@ -292,10 +299,14 @@ class FakeVLM:
         responder: Callable[[Received], dict] | None = None,
         delay: float = 0.0,
         api_key: str | None = None,
+        rate_limit: tuple[int, float] | None = None,
     ):
         self.responder = responder or (lambda received: example(received.schema or {}))
         self.delay = delay
         self.api_key = api_key  # when set, any other key is refused with 401
+        self.rate_limit = rate_limit  # (requests, seconds): beyond it, 429
+        self._accepted: deque[float] = deque()  # arrival times within the rate window
+        self.rate_limited = 0  # requests refused for the rate limit
         self.requests: list[Received] = []
         self.in_flight = self.max_in_flight = 0
         self._scripts: deque[Script] = deque()
@@ -333,11 +344,33 @@ class FakeVLM:
             self.requests.append(received)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if wait := self._over_rate(received.at):
+                self.rate_limited += 1
+                return http_error(
+                    429,
+                    f"Resource has been exhausted (e.g. check quota). Please retry in {wait:.1f}s.",
+                    retry_delay=round(wait, 1),
+                    retry_after=math.ceil(wait),
+                )
             return self._scripts.popleft() if self._scripts else Script()
 
-    def _leave(self) -> None:
+    def _over_rate(self, now: float) -> float:
+        """0 if a request at `now` is within the rate limit (and counts), else the seconds
+        until it would be."""
+        if self.rate_limit is None:
+            return 0.0
+        limit, window = self.rate_limit
+        while self._accepted and self._accepted[0] <= now - window:
+            self._accepted.popleft()
+        if len(self._accepted) < limit:
+            self._accepted.append(now)
+            return 0.0
+        return self._accepted[0] + window - now
+
+    def _leave(self, received: Received) -> None:
         with self._lock:
             self.in_flight -= 1
+            received.done = time.monotonic()
 
 
 @pytest.fixture(name="fake_vlm")

@@ -76,7 +76,8 @@ def test_nothing_reruns_for_interpreter_checkout_registry_path_or_judge_pacing(
     shutil.copytree(first, moved, symlinks=True)  # .snakemake/ and results/ come along
     shutil.copy(moved / "config/models.yaml", moved / "models copy.yaml")
     with FakeVLM(Transitioner(other=Judge(tier=2, violations=[0]))) as other:
-        changed = judge_config(other.url, max_concurrency=3, timeout_s=99, max_attempts=2)
+        pacing = {"requests_per_minute": 600, "tokens_per_minute": 99999}
+        changed = judge_config(other.url, max_concurrency=3, timeout_s=99, max_attempts=2, **pacing)
         registry = "model_registry=models copy.yaml"
         again = run(moved, PYTHON_M, "-n", "--config", ONE_TASK, changed, registry)
         assert NOTHING in again.stdout, again.stdout[-3000:]

@@ -16,7 +16,6 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from workflow_scripts.files import write_json
@@ -153,6 +152,8 @@ def unreadable_video(video: str, error: Exception) -> dict:
 
 def select_instances_job(smk) -> None:
     """Rule `select_instances`: write the chosen instance ids with their task and level."""
+    import pandas as pd
+
     ids = pd.Series(smk.params.ids, name="instance")
     table = ids.str.extract(r"^(?P<task>.+)_lv(?P<level>\d+)_(?P<id>.+)$")
     table.insert(0, "instance", ids)

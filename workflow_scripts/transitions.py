@@ -9,7 +9,8 @@ both labels are kept and agreement can be measured. A pair's evidence and states
 VLM's reading. A call that fails after the client's retries makes the document `error`
 with a reason; the pair is listed only if a human labelled it.
 
-Parse-time code here stays light: the VLM SDKs are imported only when labelling.
+Imports stay light, for the Snakefile's parsing and for each labelling job's start-up: the
+VLM SDKs are imported only when labelling, pandas and the study only where used.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.files import write_json
@@ -33,10 +33,12 @@ from workflow_scripts.jobs import job_log, run_vlm_calls, shell_job
 from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
 from workflow_scripts.judge.schemas import LABELS, TRANSITION
 from workflow_scripts.judge.settings import Protocol
-from workflow_scripts.study import Study, StudyError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from workflow_scripts.judge.client import VLMClient
+    from workflow_scripts.study import Study
 
 DEFAULTS = {"pairs": None, "frames_per_checkpoint": 4, "human_labels": None, "pool": None}
 # Table 7's pooled models: the paper's four, else (a CPU run) their tiny counterparts.
@@ -73,6 +75,8 @@ class Transitions:
 
 def load_transitions(config: Mapping, study: Study) -> Transitions:
     """The config's `transitions` block checked against `study`; raises `StudyError`."""
+    from workflow_scripts.study import StudyError
+
     settings = {**DEFAULTS, **(config.get("transitions") or {})}
     steps = list(study.steps)
     if settings["pairs"] is None:
@@ -255,6 +259,8 @@ def _documents(paths: Iterable[str | Path]):
 
 def pairs_table(paths: Iterable[str | Path]) -> pd.DataFrame:
     """Every listed pair of the `transitions.json` files, one row each (PAIR_COLUMNS)."""
+    import pandas as pd
+
     rows = [
         {"model": model, "task": task, "instance": instance, **pair}
         for model, task, instance, _, document in _documents(paths)
@@ -265,6 +271,8 @@ def pairs_table(paths: Iterable[str | Path]) -> pd.DataFrame:
 
 def label_sheet(paths: Iterable[str | Path], pairs: Sequence[Pair]) -> pd.DataFrame:
     """The configured pairs of every video that no human has labelled, with an empty `label`."""
+    import pandas as pd
+
     rows = []
     for model, task, instance, path, document in _documents(paths):
         listed = {(pair["from"], pair["to"]): pair for pair in document["pairs"]}
@@ -284,6 +292,8 @@ def agreement(pairs: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     agreement expected by chance, sum_k (human share of k) x (VLM share of k); NaN when
     undefined (no pairs, or both sides give one and the same label throughout).
     """
+    import pandas as pd
+
     both = pairs.dropna(subset=["human_label", "vlm_label"])
     matrix = pd.crosstab(both["human_label"], both["vlm_label"])
     matrix = matrix.reindex(index=list(LABELS), columns=list(LABELS), fill_value=0)

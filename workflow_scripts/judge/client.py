@@ -45,9 +45,11 @@ from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: par
     Fault,
     JudgeCallError,
     ServiceError,
+    backend,
     describe_error,
     usage_counts,
 )
+from workflow_scripts.judge.pacing import SharedRateLimit
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,11 @@ DEFAULTS = {
     "temperature": None,
     "media_resolution": None,
     "thinking_level": None,
+    "requests_per_minute": None,
+    "tokens_per_minute": None,
+    "rate_window_s": 60.0,  # the limits' window (tests scale it down)
 }
+RATE_FILE = "rate_window"  # the shared limit's file, in the cache folder
 
 
 @dataclass(frozen=True)
@@ -139,10 +145,15 @@ class VLMClient:
             raise ValueError(f"judge.backend: unknown backend {self.config['backend']!r}")
         self.cache_dir = Path(cache_dir)
         self._key = key
-        self._backend_class = BACKENDS[self.config["backend"]]
+        self._backend_class = backend(self.config["backend"])
         self._settings = {name: self.config[name] for name in self._backend_class.SETTINGS}
         self._loop = self._backend = self._semaphore = None
         self._failure: ServiceError | None = None
+        limits = self.config["requests_per_minute"], self.config["tokens_per_minute"]
+        self._pace = None
+        if any(limits):
+            window = self.config["rate_window_s"]
+            self._pace = SharedRateLimit(self.cache_dir / RATE_FILE, *limits, window)
 
     @classmethod
     def from_config(cls, judge_config: dict, cache_dir: str | Path) -> VLMClient:
@@ -235,7 +246,16 @@ class VLMClient:
         async with semaphore:
             if self._failure is not None:  # failed while this call waited
                 raise self._failure
-            return await backend.generate(request)
+            if self._pace is None:
+                return await backend.generate(request)
+            await self._pace.acquire()
+            try:
+                reply = await backend.generate(request)
+            except Fault as fault:
+                self._pace.spend((fault.usage or {}).get("total", 0))
+                raise
+            self._pace.spend(reply[1]["total"])
+            return reply
 
     async def _unless_service_fails(self, call):
         """Await `call`, unless a ServiceError of any call of this client comes first."""

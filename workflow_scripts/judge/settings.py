@@ -24,6 +24,8 @@ RUN_SETTINGS = (
     "timeout_s",
     "backoff_initial_s",
     "backoff_max_s",
+    "requests_per_minute",
+    "tokens_per_minute",
     "prompts",  # a folder: its templates' texts are in the params instead
 )
 JUDGE_CALLS = ("completeness", "window", "verdict")  # rule judge; label_transitions: transition

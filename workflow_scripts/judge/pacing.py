@@ -1,0 +1,72 @@
+"""A rate limit shared by every judge process of a run (`judge.requests_per_minute`,
+`judge.tokens_per_minute`): one quota for the run, however many jobs call at once.
+
+A sliding window in a file: each request sent and each reply's tokens is one line,
+`<unix time> <requests> <tokens>`, and every process reads, prunes and rewrites it under
+an exclusive `fcntl.flock` (judge jobs are local rules: one host). A request waits until
+the last window holds fewer than the limit of requests and of tokens. Tokens are known
+only when a reply comes, so the window may go over its token limit by the tokens of the
+requests in flight when it fills; requests after them wait. The window is 2 s longer than
+the quota's (`window_s`): slack for the time a request takes to reach the server (over 1 s
+measured with many jobs starting at once on a loaded host).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import time
+from pathlib import Path
+
+SLACK_S = 2.0
+
+
+class SharedRateLimit:
+    """At most `requests` requests and `tokens` tokens (None: no limit) in any `window_s`,
+    across every process that uses the same `path`."""
+
+    def __init__(self, path: str | Path, requests=None, tokens=None, window_s: float = 60.0):
+        self.path, self.window = Path(path), window_s + SLACK_S
+        self.limits = {1: requests, 2: tokens}  # by the column of an entry that they limit
+
+    async def acquire(self) -> None:
+        """Waits until one more request fits the limits, and counts it."""
+        while (wait := self._add(1, 0)) > 0:
+            await asyncio.sleep(wait)
+
+    def spend(self, tokens: int) -> None:
+        """Counts a reply's tokens (only where tokens are limited)."""
+        if self.limits[2] and tokens:
+            self._add(0, tokens, force=True)
+
+    def _add(self, requests: int, tokens: int, force: bool = False) -> float:
+        """Adds an entry and returns 0 if it fits (or `force`), else the seconds until it may."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a+", encoding="ascii") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+            now = time.time()
+            handle.seek(0)
+            entries = [tuple(map(float, line.split())) for line in handle if line.strip()]
+            entries = [entry for entry in entries if entry[0] > now - self.window]
+            wait = 0.0 if force else self._wait(entries, now)
+            if wait == 0.0:
+                entries.append((now, requests, tokens))
+            handle.seek(0)
+            handle.truncate()
+            handle.writelines(f"{t:.3f} {r:g} {k:g}\n" for t, r, k in entries)
+        return wait
+
+    def _wait(self, entries: list[tuple], now: float) -> float:
+        """0 if the window leaves room under every limit, else when the oldest entries that
+        fill it will have left it."""
+        wait = 0.0
+        for column, limit in self.limits.items():
+            used = sum(entry[column] for entry in entries)
+            if not limit or used < limit:
+                continue
+            for entry in entries:  # oldest first
+                used -= entry[column]
+                if used < limit:
+                    wait = max(wait, entry[0] + self.window - now)
+                    break
+        return wait
