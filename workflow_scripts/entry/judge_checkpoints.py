@@ -1,0 +1,10 @@
+"""Shell entry of rule `judge_checkpoints`: the VLM judge on chosen checkpoint videos."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the workflow's packages
+
+from workflow_scripts.trajectory import judge_checkpoints_job  # noqa: E402
+
+judge_checkpoints_job(sys.argv[1:])
