@@ -169,7 +169,7 @@ def test_an_instance_shows_its_task_the_verdict_per_item_and_the_pair_labels(out
     for shown in [
         "<b>Prompt</b>: Solve maze_square_lv1_001.",
         "<b>Goal</b>: The goal of maze_square_lv1_001",
-        "<b>Completeness</b>: tier 2 (1): the dot reaches the exit",
+        "<b>Completeness</b>: tier 2 (score 1): the dot reaches the exit",
         "<td>1</td><td>No wall is crossed.</td><td>1</td><td>crosses a wall at 0.5 s</td>",
         "<td>The dot stays &lt;round&gt;.</td><td>1</td><td>the dot &lt;b&gt;flickers",
         '<img src="../inputs/maze_square_lv1_001.png" alt="input image">',

@@ -187,7 +187,7 @@ def completeness_text(document: dict | None) -> str:
     """The completeness tier, its score and the judge's reasoning."""
     if not document or "tier" not in document:
         return "not judged" if not document else f"error: {document.get('reason')}"
-    return f"tier {document['tier']} ({document['tier'] / 2:g}): {document['reasoning']}"
+    return f"tier {document['tier']} (score {document['tier'] / 2:g}): {document['reasoning']}"
 
 
 def pair_figure(pair: dict) -> str:
