@@ -70,7 +70,8 @@ def load_run(configfiles: Sequence[str | Path] = ()) -> tuple[dict, Study, tuple
     validate(config, str(schema))
     registry = yaml.safe_load(Path(config["model_registry"]).read_text(encoding="utf-8"))
     study = load_study(config, registry, image_cache=".snakemake/vgi_image_check.json")
-    return config, study, load_transitions(config, study).pairs
+    unlabelled = {**config, "transitions": {**config["transitions"], "human_labels": None}}
+    return config, study, load_transitions(unlabelled, study).pairs  # the CSV may not exist yet
 
 
 def _merge(base: dict, update: dict) -> None:
