@@ -136,7 +136,8 @@ video { width: 240px; display: block; }
 .error { color: #b00; }
 .task { display: flex; gap: 1.5em; align-items: flex-start; }
 .task img { width: 320px; }
-.pair { width: 7em; font-size: 12px; align-self: center; text-align: center; }
+.pair { width: 7em; font-size: 12px; align-self: center; text-align: center;
+        overflow-wrap: anywhere; }
 .pair b { display: block; font-size: 13px; }
 """
 
