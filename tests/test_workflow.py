@@ -83,8 +83,9 @@ def test_default_run_scores_labels_tabulates_and_reports(default_run):
     assert any("final_heatmap.png" in n for n in names) and any("skills.csv" in n for n in names)
 
 
-def test_a_finished_run_has_nothing_left_to_do(default_run):
+def test_a_finished_run_has_nothing_left_to_do(default_run, monkeypatch):
     workdir, config = default_run
+    monkeypatch.setenv("FAKE_VLM_KEY", "test-key")  # judge.enabled: true needs its key set
     result = snakemake(workdir, config, "-n")
     assert result.returncode == 0
     assert "Nothing to be done" in result.stdout
