@@ -42,6 +42,7 @@ rule all:
         rules.select_instances.output,
         judge_targets(rules.label_agreement.output if TRANSITIONS.human else []),
         judge_targets(rules.plots.output),
+        judge_targets(rules.trajectory_scores.output if CHECKPOINTS else []),
         rules.gallery.output.index,
         rules.export_official_all.input,
 

@@ -26,7 +26,11 @@ rule gallery:
     input:
         sheets=expand(f"{OUT}/gallery/{{model}}/sheets", model=STUDY.models),
         videos=per_instance(f"{RUN}/video.mp4"),
+        images=INSTANCES["image"].tolist(),
         scores=judge_targets(per_instance(f"{RUN}/score.json")),
+        transitions=judge_targets(
+            per_instance(f"{RUN}/transitions.json", STUDY.generated)
+        ),
     output:
         index=f"{OUT}/gallery/index.html",
         pages=expand(
@@ -39,6 +43,8 @@ rule gallery:
     localrule: True
     conda:
         "../envs/analysis.yaml"
+    params:
+        tasks=INSTANCES[["prompt", "goal", "checklist"]].to_dict("index"),
     script:
         "../workflow_scripts/entry/gallery.py"
 

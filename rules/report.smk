@@ -57,3 +57,27 @@ rule plots:
         "../envs/analysis.yaml"
     script:
         "../workflow_scripts/entry/plots.py"
+
+
+rule trajectory_scores:
+    input:
+        checkpoints=per_instance(f"{RUN}/checkpoint_scores.json", STUDY.generated),
+        scores=per_instance(f"{RUN}/score.json", STUDY.generated),
+    output:
+        table=report(
+            f"{OUT}/tables/trajectory_scores.csv",
+            caption="../report/tables.rst",
+            category="Tables",
+        ),
+        plot=report(
+            f"{OUT}/plots/trajectory_scores.png",
+            caption="../report/trajectory_scores.rst",
+            category="Plots",
+        ),
+    log:
+        f"{OUT}/logs/trajectory_scores.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../workflow_scripts/entry/trajectory_scores.py"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -41,21 +42,54 @@ COLORS = {  # one flat colour per video: a sheet's rows can be told apart by the
     "video.mp4": (220, 220, 220),
 }
 SCORE = {"status": "ok", "completeness": 1.0, "rubric": 0.5, "final": 0.5, "strict_success": False}
+SCORE["violations"] = [1, 1]
+JUDGED = {  # model_a's maze_square instance: the judge's documents
+    "judge/completeness.json": {"status": "ok", "tier": 2, "reasoning": "the dot reaches the exit"},
+    "judge/rubric.json": {
+        "status": "ok",
+        "polish": {
+            "checklist": [
+                {"index": 1, "n_violations": 1, "evidence": "crosses a wall at 0.5 s"},
+                {"index": 2, "n_violations": 1, "evidence": "the dot <b>flickers</b>"},
+            ]
+        },
+    },
+    "transitions.json": {
+        "status": "ok",
+        "pairs": [
+            {"from": 1, "to": 2, "label": "unrecognizable", "source": "vlm", "evidence": "noise"},
+            {"from": 2, "to": 40, "label": "wrong_to_correct", "source": "human", "evidence": "e"},
+        ],
+    },
+}
+
+
+def task(instance: str, image: Path) -> dict:
+    return {
+        "image": image,
+        "prompt": f"Solve {instance}.",
+        "goal": f"The goal of {instance}",
+        "checklist": ["No wall is crossed.", "The dot stays <round>."],
+    }
 
 
 @pytest.fixture(scope="module")
-def outdir(tmp_path_factory) -> Path:
-    """2 models x 2 instances of 9-frame 64x32 videos at 8 fps, one judged; gallery built."""
+def outdir(tmp_path_factory, example_image) -> Path:
+    """2 models x 2 instances of 9-frame 64x32 videos at 8 fps, one judged and its
+    transitions labelled; gallery built."""
     outdir = tmp_path_factory.mktemp("gallery") / "results"
     runs = [Run(outdir, model, task, instance) for model in MODELS for task, instance in INSTANCES]
     for run in runs:
         for name, color in COLORS.items():
             write_video(np.full((9, 32, 64, 3), color, np.uint8), run.folder / name, fps=8)
     (runs[0].folder / "score.json").write_text(json.dumps(SCORE))
+    for name, document in JUDGED.items():
+        (runs[0].folder / name).parent.mkdir(exist_ok=True)
+        (runs[0].folder / name).write_text(json.dumps(document))
     for model in MODELS:
         sheets = outdir / "gallery" / model / "sheets"
         write_sheets([run for run in runs if run.model == model], sheets, 6, 160)
-    write_gallery(runs, outdir / "gallery")
+    write_gallery(runs, outdir / "gallery", {i: task(i, example_image) for _, i in INSTANCES})
     return outdir
 
 
@@ -130,6 +164,34 @@ def test_pages_show_the_score_when_judged(outdir):
     assert "<td>1</td><td>0.500</td><td>0</td>" in index  # judged, mean final, errors
 
 
+def test_an_instance_shows_its_task_the_verdict_per_item_and_the_pair_labels(outdir):
+    page = (outdir / "gallery/model_a/maze_square.html").read_text(encoding="utf-8")
+    for shown in [
+        "<b>Prompt</b>: Solve maze_square_lv1_001.",
+        "<b>Goal</b>: The goal of maze_square_lv1_001",
+        "<b>Completeness</b>: tier 2 (score 1): the dot reaches the exit",
+        "<td>1</td><td>No wall is crossed.</td><td>1</td><td>crosses a wall at 0.5 s</td>",
+        "<td>The dot stays &lt;round&gt;.</td><td>1</td><td>the dot &lt;b&gt;flickers",
+        '<img src="../inputs/maze_square_lv1_001.png" alt="input image">',
+    ]:
+        assert shown in page, shown
+    # each pair's label between its two checkpoints: final, step 1, 1->2, step 2, 2->40, step 40
+    row = re.findall(r'src="[^"]*/(\w+\.mp4)"|<b>(\d+ → \d+)</b>([a-z_]+) \((\w+)\)', page)
+    assert [video or (pair, label, source) for video, pair, label, source in row] == [
+        "video.mp4",
+        "step01.mp4",
+        ("1 → 2", "unrecognizable", "vlm"),
+        "step02.mp4",
+        ("2 → 40", "wrong_to_correct", "human"),
+        "step40.mp4",
+    ]
+    unjudged = (outdir / "gallery/model_b/maze_square.html").read_text(encoding="utf-8")
+    assert "<b>Completeness</b>: not judged" in unjudged and "→" not in unjudged
+    assert "<td>2</td><td>The dot stays &lt;round&gt;.</td><td>-</td><td>-</td>" in unjudged
+    with Image.open(outdir / "gallery/inputs/maze_square_lv1_001.png") as thumbnail:
+        assert thumbnail.size == (640, 360)
+
+
 def test_links_are_relative_and_replace_what_was_there(tmp_path):
     video, path = tmp_path / "run" / "video.mp4", tmp_path / "eval_res" / "m" / "t" / "m_i.mp4"
     video.parent.mkdir()
@@ -199,14 +261,16 @@ def test_gallery_pages_play_in_headless_chromium(outdir, tmp_path):
         for model in MODELS:
             for task, _ in INSTANCES:
                 found = probe(browser, f"{base}/{model}/{task}.html", tmp_path / "profile")
-                assert len(found["videos"]) == len(COLORS) and len(found["images"]) == 1
+                assert len(found["videos"]) == len(COLORS) and len(found["images"]) == 2
                 for video in found["videos"]:  # H.264 decoded: metadata read, no error
                     assert video["error"] is None and video["ready"] >= 1, video
                     assert video["duration"] == pytest.approx(9 / 8, abs=0.01), video
                 sheet_width = LABEL_WIDTH + 6 * (160 + GAP)
-                assert [image["width"] for image in found["images"]] == [sheet_width], found
+                widths = [image["width"] for image in found["images"]]
+                assert widths == [640, sheet_width], found  # input image, contact sheet
         server.shutdown()
-    failed = [(path, code) for path, code in ProbingHandler.statuses if code != 200]
+    # 304: a file the profile cached on an earlier page (the input images models share)
+    failed = [(path, code) for path, code in ProbingHandler.statuses if code not in (200, 304)]
     assert {path for path, _ in failed} <= {"/favicon.ico"}, failed
 
 
@@ -231,6 +295,11 @@ def test_rules_build_the_gallery_and_the_official_layout(tmp_path, monkeypatch):
     assert sorted(jobs) == ["contact_sheet", "export_official", "export_official_all", "gallery"]
     gallery = outdir / "gallery" / "tiny_wan22"
     assert sorted(p.name for p in gallery.iterdir()) == ["sheets", "sorting.html"]
+    inputs = sorted(p.stem for p in (outdir / "gallery" / "inputs").iterdir())
+    assert inputs == sorted(instances)
+    page = (gallery / "sorting.html").read_text(encoding="utf-8")
+    assert all(f'<section id="{instance}">' in page for instance in instances)
+    assert page.count("<b>Prompt</b>: ") == len(instances) and "<th>x_i</th>" in page
     assert sorted(p.stem for p in (gallery / "sheets").glob("*.png")) == sorted(instances)
     eval_res = outdir / "eval_res"
     exported = [p.relative_to(eval_res).as_posix() for p in eval_res.rglob("*")]

@@ -4,8 +4,12 @@ Everything lives under the outdir and links with relative paths, so the outdir c
 copied or served as is:
 
     gallery/index.html                      every model x task, with mean scores
-    gallery/<model>/<task>.html             per instance: final video beside its checkpoints
+    gallery/<model>/<task>.html             per instance: the task (input image, prompt,
+                                            checklist), the judge's verdict per item, the
+                                            final video beside its checkpoints, each step
+                                            pair's transition label between them
     gallery/<model>/sheets/<instance>.png   rows: checkpoints in step order, then "final"
+    gallery/inputs/<instance>.png           the input image, 640 px wide
 """
 
 from __future__ import annotations
@@ -53,10 +57,14 @@ class Run:
         """(label, path): checkpoints by step (x0 before x_t), then the final video."""
         return [*checkpoint_videos(self.folder / "denoise"), ("final", self.folder / "video.mp4")]
 
+    def document(self, name: str) -> dict | None:
+        """The JSON document `name` (e.g. `score.json`, `judge/rubric.json`), if written."""
+        path = self.folder / name
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
     def score(self) -> dict | None:
         """The judge's score.json, when there is one."""
-        path = self.folder / "score.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        return self.document("score.json")
 
 
 def checkpoint_videos(folder: Path) -> list[tuple[str, Path]]:
@@ -126,6 +134,11 @@ section { border-top: 1px solid #ccc; padding: 0.5em 0; }
 figure { margin: 0; }
 video { width: 240px; display: block; }
 .error { color: #b00; }
+.task { display: flex; gap: 1.5em; align-items: flex-start; }
+.task img { width: 320px; }
+.pair { width: 7em; font-size: 12px; align-self: center; text-align: center;
+        overflow-wrap: anywhere; }
+.pair b { display: block; font-size: 13px; }
 """
 
 
@@ -156,27 +169,93 @@ def score_text(score: dict | None) -> str:
     )
 
 
-def task_page(runs: list[Run], page: Path) -> str:
-    """Per instance: its score, the final video then every checkpoint, its contact sheet."""
-    sections = []
-    for run in runs:
-        *checkpoints, final = run.videos()
-        figures = "".join(
+def checklist_table(checklist: list[str], score: dict | None, rubric: dict | None) -> str:
+    """Each checklist item with the judge's x_i and evidence (dashes before judging)."""
+    polish = ((rubric or {}).get("polish") or {}).get("checklist") or []
+    evidence = {entry["index"]: entry["evidence"] for entry in polish}
+    counts = (score or {}).get("violations") or []
+    rows = "".join(
+        f"<tr><td>{n}</td><td>{escape(item)}</td>"
+        f"<td>{counts[n - 1] if n <= len(counts) else '-'}</td>"
+        f"<td>{escape(evidence.get(n, '-'))}</td></tr>"
+        for n, item in enumerate(checklist, 1)
+    )
+    header = "<tr><th>#</th><th>checklist item</th><th>x_i</th><th>evidence</th></tr>"
+    return f"<table>{header}{rows}</table>"
+
+
+def completeness_text(document: dict | None) -> str:
+    """The completeness tier, its score and the judge's reasoning."""
+    if not document or "tier" not in document:
+        return "not judged" if not document else f"error: {document.get('reason')}"
+    return f"tier {document['tier']} (score {document['tier'] / 2:g}): {document['reasoning']}"
+
+
+def pair_figure(pair: dict) -> str:
+    """A step pair's transition label, its source and the VLM's evidence."""
+    return (
+        f'<div class="pair"><b>{pair["from"]} → {pair["to"]}</b>{escape(pair["label"])} '
+        f"({escape(pair['source'])})<br><small>{escape(pair['evidence'] or '')}</small></div>"
+    )
+
+
+def video_row(run: Run, page: Path, pairs: list[dict]) -> str:
+    """The final video, then the checkpoints in step order, each step pair's label between
+    its two x0 checkpoints; labelled pairs that are not neighbours there, after them."""
+    labelled = {(pair["from"], pair["to"]): pair for pair in pairs}
+    *checkpoints, final = run.videos()
+    cells, previous = [], None
+    for label, video in [final, *checkpoints]:
+        match = CHECKPOINT.fullmatch(video.name)
+        if match and not match[2]:
+            step = int(match[1])
+            if (previous, step) in labelled:
+                cells.append(pair_figure(labelled.pop((previous, step))))
+            previous = step
+        cells.append(
             f'<figure><video controls muted loop preload="metadata" src="{url(video, page)}">'
             f"</video><figcaption>{escape(label)}</figcaption></figure>"
-            for label, video in [final, *checkpoints]
         )
-        score = run.score()
-        css = ' class="error"' if score and score["status"] != "ok" else ""
-        sections.append(
-            f'<section id="{escape(run.instance)}"><h2>{escape(run.instance)}</h2>'
-            f"<p{css}>{escape(score_text(score))}</p>"
-            f'<div class="videos">{figures}</div>'
-            f'<p><img src="{url(run.sheet, page)}" alt="contact sheet of '
-            f'{escape(run.instance)}"></p></section>'
-        )
+    cells += [pair_figure(pair) for pair in labelled.values()]
+    return f'<div class="videos">{"".join(cells)}</div>'
+
+
+def instance_section(run: Run, page: Path, task: dict) -> str:
+    """One instance: its task and the judge's verdict, its videos and transition labels,
+    its contact sheet. `task` holds `prompt`, `goal`, `checklist` and `thumbnail`."""
+    score = run.score()
+    css = ' class="error"' if score and score["status"] != "ok" else ""
+    labels = (run.document("transitions.json") or {}).get("pairs", [])
+    verdict = checklist_table(task["checklist"], score, run.document("judge/rubric.json"))
+    completeness = completeness_text(run.document("judge/completeness.json"))
+    return (
+        f'<section id="{escape(run.instance)}"><h2>{escape(run.instance)}</h2>'
+        f"<p{css}>{escape(score_text(score))}</p>"
+        f'<div class="task"><img src="{url(task["thumbnail"], page)}" alt="input image">'
+        f"<div><p><b>Prompt</b>: {escape(task['prompt'])}</p>"
+        f"<p><b>Goal</b>: {escape(task['goal'])}</p>"
+        f"<p><b>Completeness</b>: {escape(completeness)}</p>{verdict}</div></div>"
+        f"{video_row(run, page, labels)}"
+        f'<p><img src="{url(run.sheet, page)}" alt="contact sheet of '
+        f'{escape(run.instance)}"></p></section>'
+    )
+
+
+def task_page(runs: list[Run], page: Path, tasks: dict[str, dict]) -> str:
+    """Every instance of one model x task (`tasks`: as `instance_section` takes, by instance)."""
+    sections = [instance_section(run, page, tasks[run.instance]) for run in runs]
     back = f'<p><a href="{url(page.parents[1] / "index.html", page)}">all models</a></p>'
     return html_page(f"{runs[0].model} / {runs[0].task}", back + "\n".join(sections))
+
+
+def thumbnail(image: Path, path: Path, width: int = 640) -> None:
+    """`image` scaled to `width` px as `path` (PNG), unless `path` is newer already."""
+    if path.is_file() and path.stat().st_mtime >= image.stat().st_mtime:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Image.open(image) as source:
+        height = round(width * source.height / source.width)
+        source.convert("RGB").resize((width, height), Image.LANCZOS).save(path)
 
 
 def index_row(runs: list[Run], page: Path, index: Path) -> str:
@@ -190,8 +269,15 @@ def index_row(runs: list[Run], page: Path, index: Path) -> str:
     return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
 
 
-def write_gallery(runs: list[Run], folder: Path) -> list[Path]:
-    """`index.html` and `<model>/<task>.html` in `folder`; returns the pages written."""
+def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list[Path]:
+    """`index.html`, `<model>/<task>.html` and the input thumbnails in `folder`; returns the
+    pages written. `tasks`: by instance, its `image` (path), `prompt`, `goal`, `checklist`."""
+    tasks = {
+        instance: {**task, "thumbnail": folder / "inputs" / f"{instance}.png"}
+        for instance, task in tasks.items()
+    }
+    for instance in {run.instance for run in runs}:
+        thumbnail(Path(tasks[instance]["image"]), tasks[instance]["thumbnail"])
     groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in runs:
         groups[run.model, run.task].append(run)
@@ -199,7 +285,7 @@ def write_gallery(runs: list[Run], folder: Path) -> list[Path]:
     for (model, task), group in groups.items():
         page = folder / model / f"{task}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(task_page(group, page), encoding="utf-8")
+        page.write_text(task_page(group, page, tasks), encoding="utf-8")
         pages.append(page)
         rows[model].append(index_row(group, page, index))
     columns = ("task", "instances", "judged", "mean final", "errors")

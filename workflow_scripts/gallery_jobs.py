@@ -22,9 +22,14 @@ def contact_sheet_job(smk) -> None:
 
 
 def gallery_job(smk) -> None:
-    """Rule `gallery`: the index and one page per model x task."""
+    """Rule `gallery`: the index and one page per model x task. `params.tasks` holds each
+    instance's texts, `input.images` their input images in the same order."""
+    tasks = {
+        instance: {**texts, "image": image}
+        for (instance, texts), image in zip(smk.params.tasks.items(), smk.input.images, strict=True)
+    }
     with job_log(smk):
-        pages = write_gallery(runs_of(smk), Path(smk.output.index).parent)
+        pages = write_gallery(runs_of(smk), Path(smk.output.index).parent, tasks)
         print(f"{len(pages)} pages")
 
 

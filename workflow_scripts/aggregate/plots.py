@@ -80,3 +80,20 @@ def transition_bars(table: pd.DataFrame, path: str | Path) -> Figure:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(LABELS), fontsize="small")
     return _save(fig, path)
+
+
+def trajectory_lines(table: pd.DataFrame, path: str | Path) -> Figure:
+    """Final score against the denoising step, one line per model with its 95% CI band
+    (trajectory_scores.csv; the steps evenly spaced, the final video last)."""
+    steps = [str(step) for step in dict.fromkeys(table["step"])]
+    fig = Figure(figsize=(2 + 0.8 * len(steps), 3.5), layout="constrained")
+    ax = fig.subplots()
+    for model in dict.fromkeys(table["model"]):
+        rows = table[table.model == model]
+        x = [steps.index(str(step)) for step in rows.step]
+        ax.plot(x, rows.final, marker="o", label=f"{model}")
+        ax.fill_between(x, rows.final_ci_low, rows.final_ci_high, alpha=0.2)
+    ax.set(xlabel="denoising step (final: the video)", ylabel="final", ylim=(0, 1))
+    ax.set_xticks(range(len(steps)), steps)
+    ax.legend(fontsize="small")
+    return _save(fig, path)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from workflow_scripts.judge.templates import load_templates
 
-# Judge settings that change how calls are made, never what they answer.
+# Judge settings that change how or on which videos calls are made, never what they answer.
 RUN_SETTINGS = (
     "enabled",
     "api_key_env",
@@ -27,6 +27,7 @@ RUN_SETTINGS = (
     "requests_per_minute",
     "tokens_per_minute",
     "prompts",  # a folder: its templates' texts are in the params instead
+    "checkpoints",  # which videos are judged (rule judge_checkpoints), not how
 )
 JUDGE_CALLS = ("completeness", "window", "verdict")  # rule judge; label_transitions: transition
 
