@@ -103,7 +103,8 @@ def write_config(tmp: Path, subset: str) -> Path:
             "subset": subset,
         },
         "models": list(registry),
-        "judge": {"enabled": True},  # every rule of the study, as with an API key set
+        # every rule of the study, as with an API key set (a dry run makes no call)
+        "judge": {"enabled": True, "api_key_env": "DAG_SCALE_UNUSED_KEY"},
     }
     path = tmp / f"config_{subset}.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -116,7 +117,8 @@ def snakemake(tmp: Path, config: Path, *args: str) -> tuple[float, float, float,
     cmd += ["--cores", "1", *args]
     with tempfile.TemporaryFile("w+") as log:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=tmp, stdout=log, stderr=subprocess.STDOUT)
+        env = {**os.environ, "DAG_SCALE_UNUSED_KEY": "not-used-by-a-dry-run"}
+        proc = subprocess.Popen(cmd, cwd=tmp, stdout=log, stderr=subprocess.STDOUT, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
