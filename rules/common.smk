@@ -66,6 +66,18 @@ def one_of(names):
     return "|".join(names) or "(?!)"
 
 
+def instance_image(wildcards):
+    """Input function: the instance's input image; a target outside the run's selection is
+    an error naming it (the generate, judge and label rules start from the image)."""
+    try:
+        return IMAGE[wildcards.instance]
+    except KeyError:
+        raise WorkflowError(
+            f"{wildcards.instance} is not one of this run's selected instances (see "
+            f"{OUT}/instances/selected.csv; benchmark.tasks, levels, subset choose them)."
+        ) from None
+
+
 def per_instance(pattern, models=STUDY.models):
     """`pattern` (under RUN) for every selected (model, instance) of `models`."""
     return [

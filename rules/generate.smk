@@ -16,7 +16,7 @@ rule select_instances:
 
 rule generate:
     input:
-        image=lambda w: IMAGE[w.instance],
+        image=instance_image,
     output:
         video=f"{RUN}/video.mp4",
         checkpoints=directory(f"{RUN}/denoise"),

@@ -22,7 +22,7 @@ GT_IMAGE = INSTANCES["gt_image"].to_dict()
 rule judge:
     input:
         video=f"{RUN}/video.mp4",
-        image=lambda w: IMAGE[w.instance],
+        image=instance_image,
         gt=lambda w: GT_IMAGE[w.instance] or [],
     output:
         passes=directory(f"{RUN}/judge"),  # completeness.json, rubric.json
@@ -52,7 +52,7 @@ rule judge_all:
 rule judge_checkpoints:
     input:
         denoise=f"{RUN}/denoise",
-        image=lambda w: IMAGE[w.instance],
+        image=instance_image,
         gt=lambda w: GT_IMAGE[w.instance] or [],
     output:
         passes=directory(f"{RUN}/judge_checkpoints"),  # stepNN/{completeness,rubric,score}.json

@@ -15,7 +15,7 @@ if STUDY.videos and workflow.is_main_process:
 rule label_transitions:
     input:
         denoise=f"{RUN}/denoise",
-        image=lambda w: IMAGE[w.instance],
+        image=instance_image,
         gt=lambda w: GT_IMAGE[w.instance] or [],
     output:
         f"{RUN}/transitions.json",

@@ -163,3 +163,11 @@ def test_a_config_error_names_the_key_in_a_few_lines(tmp_path, override, says):
     assert result.returncode != 0
     assert all(part in result.stdout for part in says), result.stdout
     assert len(result.stdout.splitlines()) <= 12, result.stdout
+
+
+def test_a_target_outside_the_selection_is_named(tmp_path):
+    repo = checkout(tmp_path / "repo")
+    target = "results/tiny_wan22/maze_square/maze_square_lv1_002/video.mp4"  # not in half
+    result = run(repo, PYTHON_M, "-n", target, "--forcerun", "generate")
+    assert result.returncode != 0
+    assert "maze_square_lv1_002 is not one of this run's selected instances" in result.stdout
