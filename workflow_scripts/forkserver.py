@@ -123,18 +123,20 @@ def serve(path: Path) -> None:
     listener.listen(128)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system
     listener.settimeout(IDLE_S)
-    while True:
-        try:
-            _fork(listener, listener.accept()[0])
-        except TimeoutError:
-            break
+    _fork_each(listener, until=TimeoutError)
     path.unlink()  # no new job reaches this server now; serve those already queued
     listener.setblocking(False)
+    _fork_each(listener, until=BlockingIOError)
+
+
+def _fork_each(listener: socket.socket, until: type[OSError]) -> None:
+    """Forks a child for each job that connects, until accepting one raises `until`."""
     while True:
         try:
-            _fork(listener, listener.accept()[0])
-        except BlockingIOError:
+            connection = listener.accept()[0]
+        except until:
             return
+        _fork(listener, connection)
 
 
 def _fork(listener: socket.socket, connection: socket.socket) -> None:
