@@ -140,13 +140,14 @@ def judge_job(argv: list[str]) -> None:
 
 def unreadable_video(video: str, error: Exception) -> dict:
     """The judge's documents for a video that cannot be decoded: an `error`, no calls."""
+    from workflow_scripts.judge.protocol import SCORE_KEYS
+
     reason = (
         f"video unreadable ({type(error).__name__}); regenerate it with "
         f"`snakemake --cores 1 --force {shlex.quote(video)}`"
     )
     status = {"status": "error", "reason": reason}
-    keys = ("tier", "completeness", "violations", "rubric", "final", "strict_success")
-    score = {**status, **dict.fromkeys(keys), "calls": 0, "cached_calls": 0, "tokens": {}}
+    score = {**status, **dict.fromkeys(SCORE_KEYS), "calls": 0, "cached_calls": 0, "tokens": {}}
     return {"completeness": status, "rubric": status, "score": score}
 
 

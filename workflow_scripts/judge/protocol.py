@@ -54,6 +54,9 @@ def intervals(times: Sequence[float], radius: float, end: float) -> list[tuple[f
     return merged
 
 
+SCORE_KEYS = ("tier", "completeness", "violations", "rubric", "final", "strict_success")
+
+
 def scores(tier: int, violations: Sequence[int]) -> dict:
     """Completeness, rubric, final and strict success of a tier and violation counts."""
     completeness = tier / 2
@@ -250,8 +253,7 @@ class _Judgement:
 
         errors = self.errors["completeness"] + self.errors["rubric"]
         if errors:
-            keys = ("tier", "completeness", "violations", "rubric", "final", "strict_success")
-            score = dict.fromkeys(keys)
+            score = dict.fromkeys(SCORE_KEYS)
         else:
             score = scores(self.completeness["tier"], self.rubric["violations"])
         taken = [doc for doc in self.rubric["windows"] if "uncovered" in doc]
