@@ -11,7 +11,7 @@ min_version("9.0")
 sys.path.insert(0, workflow.basedir)
 
 
-from workflow_scripts.schema import SchemaError, check
+from workflow_scripts.common.config import SchemaError, check
 
 
 configfile: os.path.join(workflow.basedir, "config/config.yaml")

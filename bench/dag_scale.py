@@ -44,7 +44,7 @@ from PIL import Image
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from workflow_scripts.benchmark import load_instances, select_subset  # noqa: E402
+from workflow_scripts.benchmark.instances import load_instances, select_subset  # noqa: E402
 
 N_MODELS, LEVELS, PER_LEVEL, GOAL_S = 7, (1, 2, 3), 10, 12.0
 TAXONOMY, OVERLAP = REPO / "tasks/task_names.yaml", REPO / "tasks/overlap.yaml"

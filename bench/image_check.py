@@ -7,7 +7,7 @@ temporary folder, then times over all of them
 - `header`: `Image.open(path).size`, what validation read before;
 - `full`: `Image.open(path).load()`, every pixel decoded (a truncated file fails);
 - `threads`: the same through `ImageCheck.warm` (a thread pool), no cache yet;
-- `cached`: `workflow_scripts.image_check.ImageCheck` with a warm cache file.
+- `cached`: `workflow_scripts.benchmark.image_check.ImageCheck` with a warm cache file.
 
     python bench/image_check.py [--count N]
 
@@ -30,7 +30,7 @@ from PIL import Image, ImageDraw
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from workflow_scripts.image_check import ImageCheck  # noqa: E402
+from workflow_scripts.benchmark.image_check import ImageCheck  # noqa: E402
 
 W, H = 1280, 720
 

@@ -39,11 +39,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.fake_vlm import FakeVLM  # noqa: E402
-from tests.scripted_judge import Judge, Transitioner  # noqa: E402
-from tests.workflow import default_config  # noqa: E402
+from tests.support.fake_vlm import FakeVLM  # noqa: E402
+from tests.support.scripted_judge import Judge, Transitioner  # noqa: E402
+from tests.support.workflow import default_config  # noqa: E402
 from vgi_models.video import checkpoint_name  # noqa: E402
-from workflow_scripts.study import load_study  # noqa: E402
+from workflow_scripts.benchmark.study import load_study  # noqa: E402
 
 KEY_ENV = "BENCH_VLM_KEY"
 BUCKET_S = 10

@@ -33,7 +33,7 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.fake_vlm import FakeVLM  # noqa: E402
+from tests.support.fake_vlm import FakeVLM  # noqa: E402
 from workflow_scripts.judge.client import Part, Request, VLMClient  # noqa: E402
 from workflow_scripts.judge.frames import sample_frames, to_jpeg  # noqa: E402
 

@@ -8,14 +8,19 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 import workflow_scripts
-from workflow_scripts.benchmark import TASK_NAME
+from workflow_scripts.benchmark.instances import TASK_NAME
+from workflow_scripts.benchmark.study import StudyError, load_study
+from workflow_scripts.common.config import SchemaError, check
+from workflow_scripts.common.layout import STAGES
+from workflow_scripts.judge.checkpoints import checkpoint_steps
+from workflow_scripts.judge.settings import judge_params, task_sheet
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
-from workflow_scripts.schema import SchemaError, check
-from workflow_scripts.study import StudyError, load_study
+from workflow_scripts.transitions.settings import load_transitions
 
 RUN_STARTED = time.time()
 OUT = config["outdir"]
-RUN = f"{OUT}/{{model}}/{{task}}/{{instance}}"
+TASK = f"{OUT}/{{model}}/{{task}}"  # a (model, task): the VLM jobs' unit
+RUN = f"{TASK}/{{instance}}"  # a (model, instance): the GPU jobs' unit
 
 with open(config["model_registry"], encoding="utf-8") as registry_file:
     REGISTRY = yaml.safe_load(registry_file)
@@ -28,37 +33,45 @@ except SchemaError as err:
     raise WorkflowError(str(err)) from None
 validate(REGISTRY, "../config/schemas/models.schema.yaml")  # fills in the defaults
 
+# Everything the rules need, checked before any job; every problem at once.
 try:
     STUDY = load_study(config, REGISTRY, image_cache=".snakemake/vgi_image_check.json")
-except StudyError as err:
+    CHECKPOINTS = checkpoint_steps(config, STUDY)  # judged too: judge.checkpoints
+    TRANSITIONS = load_transitions(config, STUDY)
+    # What determines each VLM rule's answers, its prompt templates included (per rule:
+    # a template edit reruns only the rule whose calls read it).
+    JUDGE_PARAMS = judge_params(config["judge"])
+    TRANSITION_PARAMS = judge_params(config["judge"], ["transition"])
+except ValueError as err:  # StudyError included
     raise WorkflowError(str(err)) from None
+if STUDY.videos and workflow.is_main_process:
+    logger.info(
+        f"No transition labels for {', '.join(STUDY.videos)}: videos made elsewhere "
+        "have no denoising checkpoints."
+    )
 
 INSTANCES = STUDY.instances
 IMAGE = INSTANCES["image"].to_dict()
 PROMPT = INSTANCES["prompt"].to_dict()
+TASKS = {task: list(rows.index) for task, rows in INSTANCES.groupby("task", sort=False)}
 GENERATION_PARAMS = {model: STUDY.generation_params(model) for model in STUDY.models}
+
+# What the commands call. Snakemake reruns a job whose command text changed, and compares
+# the text before formatting: `{PYTHON}` there stays the same wherever the checkout or the
+# interpreter lives (a deployed env brings its own `python`; a SLURM job parses this file
+# again). The judge client's settings (backend, the key's variable, endpoint, pacing)
+# decide how calls are made, never what they answer: they are not params either.
+PYTHON = "python" if workflow.deployment_settings.deployment_method else sys.executable
+ENTRY = os.path.join(os.path.dirname(workflow_scripts.__file__), "entry")
+REGISTRY_FILE = config["model_registry"]
+JUDGE_CLIENT = json.dumps(config["judge"])
+JUDGE_CACHE = f"{OUT}/cache/judge"
 
 
 wildcard_constraints:
     model="|".join(STUDY.models),
     task=TASK_NAME.pattern,
-    instance="[^/]+",
-
-
-# The per-instance rules call their entry points as shell commands, not `script:`:
-# Snakemake prepares a script job's source while it builds the DAG, about a fifth of a
-# paper-size dry run. Snakemake reruns a job whose command text changed, so the text holds
-# no interpreter path, checkout location or registry path: they reach the command as
-# environment variables (a deployed env brings its own `python`; a SLURM job parses this
-# file again and sets them there).
-os.environ.update(
-    VGI_PYTHON=(
-        "python" if workflow.deployment_settings.deployment_method else sys.executable
-    ),
-    VGI_ENTRY=os.path.join(os.path.dirname(workflow_scripts.__file__), "entry"),
-    VGI_REGISTRY=config["model_registry"],
-)
-ENTRY = '"$VGI_PYTHON" "$VGI_ENTRY"'
+    instance="[^/]+_lv[0-9]+_[^/]+",
 
 
 def one_of(names):
@@ -68,7 +81,7 @@ def one_of(names):
 
 def instance_image(wildcards):
     """Input function: the instance's input image; a target outside the run's selection is
-    an error naming it (the generate, judge and label rules start from the image)."""
+    an error naming it (generate starts from the image)."""
     try:
         return IMAGE[wildcards.instance]
     except KeyError:
@@ -78,6 +91,31 @@ def instance_image(wildcards):
         ) from None
 
 
+def selected_task(wildcards):
+    """The task's instances; a task outside the run's selection is an error naming it."""
+    try:
+        return TASKS[wildcards.task]
+    except KeyError:
+        raise WorkflowError(
+            f"{wildcards.task} has none of this run's selected instances (see "
+            f"{OUT}/instances/selected.csv; benchmark.tasks, levels, subset choose them)."
+        ) from None
+
+
+def task_runs(pattern):
+    """Input function: `pattern` (under RUN) for every selected instance of the job's task."""
+    return lambda w: [
+        pattern.format(model=w.model, task=w.task, instance=instance)
+        for instance in selected_task(w)
+    ]
+
+
+def task_images(wildcards):
+    """Input function: the input and ground-truth images of the job's task."""
+    rows = INSTANCES.loc[selected_task(wildcards)]
+    return [path for path in [*rows["image"], *rows["gt_image"]] if path]
+
+
 def per_instance(pattern, models=STUDY.models):
     """`pattern` (under RUN) for every selected (model, instance) of `models`."""
     return [
@@ -85,6 +123,12 @@ def per_instance(pattern, models=STUDY.models):
         for model in models
         for instance, task in INSTANCES["task"].items()
     ]
+
+
+def per_task(stage, models=STUDY.models):
+    """The folder of VLM rule `stage` (common.layout.STAGES) for every (model, task)."""
+    assert stage in STAGES
+    return [f"{OUT}/{model}/{task}/{stage}" for model in models for task in TASKS]
 
 
 def model_resource(name, default):
@@ -152,3 +196,18 @@ def report_judge_errors(failed=False):
     )
     if line:
         logger.warning(line)
+
+
+# What the VLM jobs read of each instance: texts and image paths, per task.
+rule instance_sheet:
+    output:
+        sheet=f"{OUT}/instances/{{task}}.json",
+    log:
+        note=f"{OUT}/logs/instance_sheet/{{task}}.log",
+    localrule: True
+    params:
+        sheet=lambda w: task_sheet(INSTANCES.loc[selected_task(w)], w.task),
+    run:
+        with open(output.sheet, "w", encoding="utf-8") as sheet, open(log.note, "w") as note:
+            sheet.write(params.sheet)
+            print(f"{len(TASKS[wildcards.task])} instances", file=note)

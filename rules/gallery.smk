@@ -27,10 +27,8 @@ rule gallery:
         sheets=expand(f"{OUT}/gallery/{{model}}/sheets", model=STUDY.models),
         videos=per_instance(f"{RUN}/video.mp4"),
         images=INSTANCES["image"].tolist(),
-        scores=judge_targets(per_instance(f"{RUN}/score.json")),
-        transitions=judge_targets(
-            per_instance(f"{RUN}/transitions.json", STUDY.generated)
-        ),
+        scores=judge_targets(rules.judge_all.input),
+        transitions=judge_targets(rules.transitions_all.input),
     output:
         index=f"{OUT}/gallery/index.html",
         pages=expand(

@@ -36,7 +36,7 @@ rule generate:
         settings=lambda w: GENERATION_PARAMS[w.model],
         prompt=lambda w: PROMPT[w.instance],
     shell:
-        f'{ENTRY}/generate.py --registry "$VGI_REGISTRY" '
+        "{PYTHON:q} {ENTRY:q}/generate.py --registry {REGISTRY_FILE:q} "
         "--model {wildcards.model} --settings {params.settings:q} --threads {threads} "
         "--image {input.image:q} --prompt {params.prompt:q} --video {output.video:q} "
         "> {log:q} 2>&1"

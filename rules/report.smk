@@ -3,8 +3,8 @@ from workflow_scripts.aggregate.tables import TABLES, VBVR_PAIRS
 
 rule tables:
     input:
-        scores=per_instance(f"{RUN}/score.json"),
-        transitions=per_instance(f"{RUN}/transitions.json", STUDY.generated),
+        scores=rules.judge_all.input,
+        transitions=rules.transitions_all.input,
         selected=f"{OUT}/instances/selected.csv",
         taxonomy=config["benchmark"]["taxonomy"],
         overlap=config["benchmark"]["overlap"],
@@ -61,8 +61,8 @@ rule plots:
 
 rule trajectory_scores:
     input:
-        checkpoints=per_instance(f"{RUN}/checkpoint_scores.json", STUDY.generated),
-        scores=per_instance(f"{RUN}/score.json", STUDY.generated),
+        checkpoints=per_task("judge_checkpoints", STUDY.generated),
+        scores=per_task("judge", STUDY.generated),
     output:
         table=report(
             f"{OUT}/tables/trajectory_scores.csv",

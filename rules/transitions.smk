@@ -1,26 +1,14 @@
-from workflow_scripts.transitions import load_transitions
-
-# Needs judge.smk's TRANSITION_PARAMS, JUDGE_INSTANCE and GT_IMAGE: include it after judge.smk.
-try:
-    TRANSITIONS = load_transitions(config, STUDY)
-except StudyError as err:
-    raise WorkflowError(str(err)) from None
-if STUDY.videos and workflow.is_main_process:
-    logger.info(
-        f"No transition labels for {', '.join(STUDY.videos)}: videos made elsewhere "
-        "have no denoising checkpoints."
-    )
-
-
 rule label_transitions:
     input:
-        denoise=f"{RUN}/denoise",
-        image=instance_image,
-        gt=lambda w: GT_IMAGE[w.instance] or [],
+        sheet=rules.instance_sheet.output.sheet,
+        denoise=task_runs(f"{RUN}/denoise"),
+        images=task_images,
     output:
-        f"{RUN}/transitions.json",
+        directory(f"{TASK}/transitions"),  # <instance>.json
     log:
-        f"{OUT}/logs/label_transitions/{{model}}/{{task}}/{{instance}}.log",
+        f"{OUT}/logs/label_transitions/{{model}}/{{task}}.log",
+    wildcard_constraints:
+        model=one_of(STUDY.generated),
     localrule: True
     conda:
         "../envs/judge.yaml"
@@ -29,19 +17,18 @@ rule label_transitions:
     params:
         transitions=TRANSITIONS.params(),
         judge=TRANSITION_PARAMS,
-        instance=lambda w: JUDGE_INSTANCE[w.instance],
-        human=lambda w: TRANSITIONS.human_params(w.model, w.instance),
+        human=lambda w: TRANSITIONS.human_params(w.model, selected_task(w)),
     shell:
-        f"{ENTRY}/label_transitions.py {JUDGE_CLIENT} "
-        "--denoise {input.denoise:q} --image {input.image:q} --gt={input.gt:q} "
+        "{PYTHON:q} {ENTRY:q}/label_transitions.py --client {JUDGE_CLIENT:q} "
+        "--cache {JUDGE_CACHE:q} --sheet {input.sheet:q} "
         "--transitions {params.transitions:q} --judge {params.judge:q} "
-        "--instance {params.instance:q} --human {params.human:q} --output {output:q} "
+        "--human {params.human:q} --out {output:q} --inputs {input.denoise:q} "
         "> {log:q} 2>&1"
 
 
 rule transitions_all:
     input:
-        per_instance(f"{RUN}/transitions.json", STUDY.generated),
+        per_task("transitions", STUDY.generated),
 
 
 rule export_label_sheet:

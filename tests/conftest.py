@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.workflow import EXAMPLES, REPO
 from vgi_models.registry import load_registry
-
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "tasks" / "examples"
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """The tidy per-instance results of a run, read from its score.json and transitions.json.
 
-Runs follow DESIGN's layout, ``<outdir>/<model>/<task>/<instance>/``. Every selected
-(model, instance) gets a row: ``status`` is ``ok`` or ``error`` as the judge wrote it,
+Documents are where ``common.layout`` puts them. Every selected (model, instance) gets
+a row: ``status`` is ``ok`` or ``error`` as the judge wrote it,
 ``missing`` where score.json does not exist; the scores of a row that is not ``ok`` are
 left empty (never 0). ``transitions_status`` does the same for transitions.json.
 """
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts.benchmark import load_overlap, load_taxonomy
+from workflow_scripts.benchmark.instances import load_overlap, load_taxonomy
+from workflow_scripts.common import layout
 
 INFO = ("task", "level", "domain", "skills", "overlap_group")
 SCORES = ("completeness", "rubric", "final", "strict_success", "tier")
@@ -55,9 +56,9 @@ def collect(
     rows, pairs = [], []
     for model in models:
         for instance, info in instances.iterrows():
-            run = Path(outdir) / model / info["task"] / str(instance)
-            score = _read(run / "score.json") or {"status": "missing"}
-            labels = (_read(run / "transitions.json") if transitions else None) or {}
+            where = (outdir, model, info["task"], str(instance))
+            score = _read(layout.score_file(*where)) or {"status": "missing"}
+            labels = (_read(layout.transitions_file(*where)) if transitions else None) or {}
             ok, keys = score["status"] == "ok", {"model": model, "instance": instance}
             rows.append(
                 {

@@ -7,7 +7,7 @@ import pandas as pd
 from workflow_scripts.aggregate import plots
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.tables import all_tables
-from workflow_scripts.jobs import job_log
+from workflow_scripts.common.logs import job_log
 
 PLOTS = {
     "final_heatmap": ("final_by_domain_level", plots.final_heatmap),

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from workflow_scripts.judge.schemas import LABELS
+from workflow_scripts.transitions.labels import LABELS
 
 DPI = 120
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.benchmark import OVERLAP_GROUPS
-from workflow_scripts.judge.schemas import LABELS
+from workflow_scripts.benchmark.instances import OVERLAP_GROUPS
+from workflow_scripts.transitions.labels import LABELS
 
 SEED = 0
 RESAMPLES = 1000

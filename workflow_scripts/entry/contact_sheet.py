@@ -5,6 +5,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
 
-from workflow_scripts.gallery_jobs import contact_sheet_job  # noqa: E402
+from workflow_scripts.gallery.sheets import contact_sheet_job  # noqa: E402
 
 contact_sheet_job(snakemake)

@@ -5,6 +5,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
 
-from workflow_scripts.transitions import export_label_sheet_job  # noqa: E402
+from workflow_scripts.aggregate.agreement import export_label_sheet_job  # noqa: E402
 
 export_label_sheet_job(snakemake)

@@ -5,6 +5,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
 
-from workflow_scripts.jobs import select_instances_job  # noqa: E402
+from workflow_scripts.benchmark.study import select_instances_job  # noqa: E402
 
 select_instances_job(snakemake)

@@ -5,6 +5,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
 
-from workflow_scripts.trajectory import trajectory_scores_job  # noqa: E402
+from workflow_scripts.aggregate.trajectory import trajectory_scores_job  # noqa: E402
 
 trajectory_scores_job(snakemake)

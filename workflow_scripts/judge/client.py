@@ -38,7 +38,7 @@ from pathlib import Path
 import jsonschema
 import tenacity
 
-from workflow_scripts.files import write_json
+from workflow_scripts.common.files import write_json
 from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: part of the API)
     BACKENDS,
     USAGE_KEYS,

@@ -8,10 +8,8 @@ accepted, a checklist item left out of a verdict asked once more, then counted a
 
 from __future__ import annotations
 
-LABELS = ("unrecognizable", "stable", "correct_to_wrong", "wrong_to_correct", "wrong_to_wrong")
 
-
-def _object(**properties: dict) -> dict:
+def object_schema(**properties: dict) -> dict:
     """An object schema requiring exactly `properties`."""
     return {
         "type": "object",
@@ -21,36 +19,29 @@ def _object(**properties: dict) -> dict:
     }
 
 
-_TEXT = {"type": "string"}
+TEXT = {"type": "string"}
 _INDICES = {"type": "array", "items": {"type": "integer", "minimum": 0}}
 
-COMPLETENESS = _object(tier={"type": "integer", "minimum": 0, "maximum": 2}, reasoning=_TEXT)
+COMPLETENESS = object_schema(tier={"type": "integer", "minimum": 0, "maximum": 2}, reasoning=TEXT)
 
-WINDOW = _object(
+WINDOW = object_schema(
     evaluations={
         "type": "array",
-        "items": _object(frame_indices={**_INDICES, "minItems": 1}, comment=_TEXT),
+        "items": object_schema(frame_indices={**_INDICES, "minItems": 1}, comment=TEXT),
     },
     frames_to_inspect_closely=_INDICES,
-)
-
-TRANSITION = _object(
-    label={"type": "string", "enum": list(LABELS)},
-    earlier_state=_TEXT,
-    later_state=_TEXT,
-    evidence=_TEXT,
 )
 
 
 def polish(k: int) -> dict:
     """The verdict (polish) reply for a checklist of `k` items: entries with indices 1..k."""
-    item = _object(
+    item = object_schema(
         index={"type": "integer", "minimum": 1, "maximum": k},
         n_violations={"type": "integer", "minimum": 0},
-        evidence=_TEXT,
+        evidence=TEXT,
     )
-    return _object(
-        by_range={"type": "array", "items": _object(global_frames=_TEXT, summary=_TEXT)},
+    return object_schema(
+        by_range={"type": "array", "items": object_schema(global_frames=TEXT, summary=TEXT)},
         checklist={"type": "array", "items": item},
-        overall_reasoning=_TEXT,
+        overall_reasoning=TEXT,
     )

@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from workflow_scripts.judge.templates import load_templates
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Judge settings that change how or on which videos calls are made, never what they answer.
 RUN_SETTINGS = (
@@ -59,10 +63,16 @@ def judge_params(judge_config: Mapping, calls=JUDGE_CALLS) -> str:
     return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
 
-def instance_params(row: Mapping) -> str:
-    """What the judge reads of an instance (its images are rule inputs), as JSON: its id
-    (`row.name`), task and level, and its texts."""
+def instance_params(row: Mapping) -> dict:
+    """What the judge reads of an instance: its id (`row.name`), task and level, its texts,
+    and the paths of its input image and ground-truth image (None where there is none)."""
     texts = {key: row[key] for key in ("task", "goal", "checklist", "tier_standard", "gt_text")}
-    return json.dumps(
-        {"instance": row.name, "level": int(row["level"]), **texts}, ensure_ascii=False
-    )
+    images = {key: None if row[key] is None else str(row[key]) for key in ("image", "gt_image")}
+    return {"instance": row.name, "level": int(row["level"]), **texts, **images}
+
+
+def task_sheet(instances: pd.DataFrame, task: str) -> str:
+    """The sheet of one task: `instance_params` of each of its instances, by id, as JSON."""
+    rows = instances[instances["task"] == task]
+    sheet = {instance: instance_params(row) for instance, row in rows.iterrows()}
+    return json.dumps(sheet, ensure_ascii=False, indent=1)

@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from workflow_scripts.common import layout
+
 
 def _statuses(paths: Iterable[str]) -> dict[str, dict]:
     """The status document of every existing file among `paths`, by path."""
@@ -20,16 +22,18 @@ def _statuses(paths: Iterable[str]) -> dict[str, dict]:
 
 
 def judge_errors_line(
-    scores: Iterable[str], labels: Iterable[str], since: float, listing: str | Path
+    judged: Iterable[str], labelled: Iterable[str], since: float, listing: str | Path
 ) -> str | None:
     """'Judge: errors in E of N scores and F of M transition labels, listed in <listing>'
-    (a kind with no file left out).
+    (a kind with no file left out), from the folders of rules `judge` (`judged`) and
+    `label_transitions` (`labelled`).
 
     None when no score or label file was written since `since` (a run that did not touch
     the judge's outputs). The errors are written to `listing` (CSV: kind, file, reason);
     with none, an old listing is removed.
     """
-    scores, labels = list(scores), list(labels)
+    scores = [str(path) for *_, path in layout.documents(judged, "score.json")]
+    labels = [str(path) for *_, path in layout.documents(labelled, None)]
     touched = any(Path(p).is_file() and Path(p).stat().st_mtime >= since for p in scores + labels)
     if not touched:
         return None

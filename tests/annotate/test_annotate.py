@@ -1,0 +1,227 @@
+"""The annotation page, driven in headless Chromium (Selenium, Debian's chromedriver) through
+the documented command, and the sample and label store behind it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tests.support.workflow import REPO, default_config
+from vgi_models.video import checkpoint_name, write_video
+from workflow_scripts.annotate.items import Item, LabelStore, load_run, stratified
+from workflow_scripts.transitions import load_transitions
+
+MODELS = ["tiny_wan22", "tiny_ltx23"]
+INSTANCES = ["sorting_lv1_001", "sorting_lv1_002"]
+STEPS = [1, 2, 40]
+VLM = {(1, 2): "unrecognizable", (2, 40): "wrong_to_correct"}  # tiny_wan22's transitions.json
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    """2 models x 2 instances with checkpoints 1, 2, 40 (9 frames at 8 fps); the VLM labelled
+    tiny_wan22's pairs; one pair already labelled by hand (with a column of the user's own)."""
+    config = default_config(tmp_path, tasks=["sorting"], levels=[1], subset="full")
+    config.update(models=MODELS, denoise={"steps": STEPS, "decode": "x0"})
+    config["transitions"] = {"human_labels": str(tmp_path / "labels" / "human.csv")}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    for model in MODELS:
+        for instance in INSTANCES:
+            folder = tmp_path / "results" / model / "sorting" / instance
+            for step in STEPS:
+                pixels = np.full((9, 36, 64, 3), 6 * step, np.uint8)
+                write_video(pixels, folder / "denoise" / checkpoint_name(step, "x0"), fps=8)
+            pairs = [{"from": a, "to": b, "vlm_label": label} for (a, b), label in VLM.items()]
+            if model == "tiny_wan22":
+                (folder / "transitions.json").write_text(json.dumps({"pairs": pairs}))
+    (tmp_path / "labels").mkdir()
+    (tmp_path / "labels" / "human.csv").write_text(
+        "model,instance,from,to,label,note\ntiny_wan22,sorting_lv1_001,1,2,stable,blurry\n"
+    )
+    return tmp_path
+
+
+class Server:
+    """`python -m workflow_scripts.annotate` as documented, in `workdir`; `url` as printed."""
+
+    def __init__(self, workdir: Path, *args: str) -> None:
+        command = [sys.executable, "-m", "workflow_scripts.annotate", "--configfile"]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        command += ["config.yaml", *args]
+        self.process = subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=subprocess.PIPE, text=True
+        )
+        self.url = self.process.stdout.readline().strip()
+        assert self.url.startswith("http://127.0.0.1:"), self.url
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, "apt-get install -y chromium chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100"):
+        options.add_argument(flag)
+    options.add_argument("--autoplay-policy=no-user-gesture-required")
+    driver = webdriver.Chrome(options=options, service=Service(driver_path))
+    yield driver
+    driver.quit()
+
+
+def wait(condition, timeout: float = 10.0):
+    """Poll `condition()` until it is truthy; return its value."""
+    end = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+    return value
+
+
+def text(driver, element_id: str) -> str:
+    return driver.execute_script(f"return document.getElementById('{element_id}').textContent")
+
+
+def rows(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def press(driver, key: str) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).send_keys(key).perform()
+
+
+def test_labels_by_click_and_key_are_saved_and_the_vlm_label_shows_only_after(run, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    labels = run / "labels" / "human.csv"
+    with Server(run) as server:
+        browser.get(server.url)
+        # 8 pairs; 1 labelled, so the page opens on the second: tiny_wan22's 2 -> 40
+        wait(lambda: "step 2 → 40" in text(browser, "title"))
+        assert text(browser, "title") == "tiny_wan22 · sorting_lv1_001 · step 2 → 40"
+        assert text(browser, "progress") == "1 of 8 labelled · pair 2 of 8"
+        _, study, _ = load_run([run / "config.yaml"])
+        task = study.instances.loc["sorting_lv1_001"]
+        assert text(browser, "prompt") == task["prompt"] and text(browser, "goal") == task["goal"]
+        shown = browser.find_elements(By.CSS_SELECTOR, "#checklist li")
+        assert [li.text for li in shown] == list(task["checklist"])
+
+        # No anchoring: the VLM's label is nowhere on the page, nor in what it was sent.
+        assert text(browser, "reveal") == ""
+        assert browser.execute_script("return items.map((item) => item.vlm_label)") == [
+            "unrecognizable",  # the pair labelled by hand
+            *[None] * 7,
+        ]
+        assert "wrong_to_correct" not in browser.find_element(By.TAG_NAME, "body").text.replace(
+            "wrong to correct", ""
+        )
+
+        # Both videos and the input image load; the right video follows the left one.
+        media = "return [from, to].map((v) => [v.readyState, v.duration, v.error])"
+        wait(lambda: all(v[0] >= 1 for v in browser.execute_script(media)))
+        ready = browser.execute_script(media)
+        assert [(d, e) for _, d, e in ready] == [(pytest.approx(9 / 8, abs=0.01), None)] * 2
+        assert browser.execute_script("return document.getElementById('image').naturalWidth") > 0
+        browser.execute_script("from.pause(); from.currentTime = 0.75")
+        wait(lambda: abs(browser.execute_script("return to.currentTime") - 0.75) < 0.05)
+        browser.execute_script("from.play()")
+        wait(lambda: browser.execute_script("return !to.paused"))
+        browser.execute_script("from.pause()")
+        wait(lambda: browser.execute_script("return to.paused"))
+
+        # A click labels the pair; its VLM label shows; the page moves to the next one.
+        browser.find_element(By.CSS_SELECTOR, 'button[data-label="wrong_to_wrong"]').click()
+        wait(lambda: "sorting_lv1_002 · step 1 → 2" in text(browser, "title"))
+        assert "you wrong_to_wrong, VLM wrong_to_correct" in text(browser, "saved")
+        press(browser, "2")  # stable
+        wait(lambda: "sorting_lv1_002 · step 2 → 40" in text(browser, "title"))
+        press(browser, Keys.ARROW_LEFT)  # back, and relabel: replaces, never duplicates
+        wait(lambda: text(browser, "reveal") == "You: stable · VLM: unrecognizable")
+        press(browser, "1")
+        wait(lambda: "3 of 8 labelled" in text(browser, "progress"))
+        wait(lambda: len(rows(labels)) == 3 and rows(labels)[-1]["label"] == "unrecognizable")
+
+    assert rows(labels) == [
+        {"model": "tiny_wan22", "instance": i, "from": a, "to": b, "label": label, "note": note}
+        for i, a, b, label, note in [
+            ("sorting_lv1_001", "1", "2", "stable", "blurry"),
+            ("sorting_lv1_001", "2", "40", "wrong_to_wrong", ""),
+            ("sorting_lv1_002", "1", "2", "unrecognizable", ""),
+        ]
+    ]
+    assert sorted(p.name for p in labels.parent.iterdir()) == ["human.csv"]  # no temp files
+    config, study, _ = load_run([run / "config.yaml"])  # what the workflow will read
+    human = load_transitions(config, study).human_params("tiny_wan22", "sorting_lv1_002")
+    assert json.loads(human) == [{"from": 1, "to": 2, "label": "unrecognizable"}]
+
+    # Work resumes where it stopped: the first pair still without a label.
+    with Server(run) as server:
+        browser.get(server.url)
+        wait(lambda: "sorting_lv1_002 · step 2 → 40" in text(browser, "title"))
+        assert text(browser, "progress") == "3 of 8 labelled · pair 4 of 8"
+
+
+def test_a_sample_is_seeded_and_spread_evenly_over_the_models(tmp_path):
+    items = [
+        Item(model, "t", f"t_lv1_{n:03d}", pair, tmp_path)
+        for model in ("a", "b", "c", "d")
+        for n in range(10)
+        for pair in [(1, 2), (2, 3)]
+    ]
+    chosen = stratified(items, 7, seed=0)
+    units = {(item.model, item.instance) for item in chosen}
+    assert len(chosen) == 2 * len(units) == 14  # every pair of a chosen (model, instance)
+    assert sorted(sum(m == model for m, _ in units) for model in "abcd") == [1, 2, 2, 2]
+    assert stratified(items, 7, seed=0) == chosen
+    assert {stratified(items, 7, seed=s)[0].instance for s in range(5)} != {chosen[0].instance}
+    uneven = [item for item in items if item.model != "a" or item.instance < "t_lv1_002"]
+    drawn = stratified(uneven, 20, seed=1)
+    counts = {m: len({i.instance for i in drawn if i.model == m}) for m in "abcd"}
+    assert counts == {"a": 2, "b": 6, "c": 6, "d": 6}
+    assert stratified(items, 500, seed=0) == items
+
+
+def test_a_first_start_and_the_api_refusing_bad_labels_and_serving_byte_ranges(run):
+    import urllib.error
+    import urllib.request
+
+    labels = run / "labels" / "human.csv"
+    labels.unlink()  # transitions.human_labels names a file not written yet: the first start
+    with Server(run, "--sample", "1", "--seed", "3") as server:
+        state = json.load(urllib.request.urlopen(server.url + "api/items"))
+        assert len(state["items"]) == 2 and len({i["model"] for i in state["items"]}) == 1
+        for body in ({"index": 0, "label": "maybe"}, {"index": 2, "label": "stable"}):
+            request = urllib.request.Request(server.url + "api/label", json.dumps(body).encode())
+            with pytest.raises(urllib.error.HTTPError) as error:
+                urllib.request.urlopen(request)
+            assert error.value.code == 400
+        partial = urllib.request.Request(server.url + "media/0/to", headers={"Range": "bytes=4-"})
+        with urllib.request.urlopen(partial) as reply:
+            assert reply.status == 206 and reply.headers["Content-Range"].startswith("bytes 4-")
+    assert not labels.exists()  # nothing labelled, nothing written
+    assert LabelStore(labels).labels() == {}

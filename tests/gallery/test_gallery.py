@@ -1,0 +1,315 @@
+"""Contact sheets, the HTML gallery (checked in headless Chromium) and the official export."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from tests.support.workflow import default_config, snakemake
+from vgi_models.video import write_video
+from workflow_scripts.benchmark.study import load_study
+from workflow_scripts.gallery import (
+    GAP,
+    HEADER,
+    LABEL_WIDTH,
+    Run,
+    checkpoint_videos,
+    link,
+    sample_tiles,
+    write_gallery,
+    write_sheets,
+)
+
+MODELS = ["model_a", "model_b"]
+INSTANCES = [("maze_square", "maze_square_lv1_001"), ("sorting", "sorting_lv2_003")]
+COLORS = {  # one flat colour per video: a sheet's rows can be told apart by their pixels
+    "denoise/step01.mp4": (200, 30, 30),
+    "denoise/step02.mp4": (30, 200, 30),
+    "denoise/step40.mp4": (30, 30, 200),
+    "video.mp4": (220, 220, 220),
+}
+SCORE = {"status": "ok", "completeness": 1.0, "rubric": 0.5, "final": 0.5, "strict_success": False}
+SCORE["violations"] = [1, 1]
+JUDGED = {  # model_a's maze_square instance: the judge's documents
+    "judge/completeness.json": {"status": "ok", "tier": 2, "reasoning": "the dot reaches the exit"},
+    "judge/rubric.json": {
+        "status": "ok",
+        "polish": {
+            "checklist": [
+                {"index": 1, "n_violations": 1, "evidence": "crosses a wall at 0.5 s"},
+                {"index": 2, "n_violations": 1, "evidence": "the dot <b>flickers</b>"},
+            ]
+        },
+    },
+    "transitions.json": {
+        "status": "ok",
+        "pairs": [
+            {"from": 1, "to": 2, "label": "unrecognizable", "source": "vlm", "evidence": "noise"},
+            {"from": 2, "to": 40, "label": "wrong_to_correct", "source": "human", "evidence": "e"},
+        ],
+    },
+}
+
+
+def task(instance: str, image: Path) -> dict:
+    return {
+        "image": image,
+        "prompt": f"Solve {instance}.",
+        "goal": f"The goal of {instance}",
+        "checklist": ["No wall is crossed.", "The dot stays <round>."],
+    }
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory, example_image) -> Path:
+    """2 models x 2 instances of 9-frame 64x32 videos at 8 fps, one judged and its
+    transitions labelled; gallery built."""
+    outdir = tmp_path_factory.mktemp("gallery") / "results"
+    runs = [Run(outdir, model, task, instance) for model in MODELS for task, instance in INSTANCES]
+    for run in runs:
+        for name, color in COLORS.items():
+            write_video(np.full((9, 32, 64, 3), color, np.uint8), run.folder / name, fps=8)
+    (runs[0].folder / "score.json").write_text(json.dumps(SCORE))
+    for name, document in JUDGED.items():
+        (runs[0].folder / name).parent.mkdir(exist_ok=True)
+        (runs[0].folder / name).write_text(json.dumps(document))
+    for model in MODELS:
+        sheets = outdir / "gallery" / model / "sheets"
+        write_sheets([run for run in runs if run.model == model], sheets, 6, 160)
+    write_gallery(runs, outdir / "gallery", {i: task(i, example_image) for _, i in INSTANCES})
+    return outdir
+
+
+def test_checkpoints_are_in_step_order_x0_before_xt(tmp_path):
+    for name in ("step10.mp4", "step02_xt.mp4", "step100.mp4", "step02.mp4", "notes.txt"):
+        (tmp_path / name).touch()
+    labels = [label for label, _ in checkpoint_videos(tmp_path)]
+    assert labels == ["step 2", "step 2 x_t", "step 10", "step 100"]
+
+
+def test_tiles_span_the_clip_from_first_to_last_frame(outdir):
+    tiles, times = sample_tiles(outdir / "model_a/sorting/sorting_lv2_003/video.mp4", 6, 160)
+    assert [tile.size for tile in tiles] == [(160, 80)] * 6
+    assert times == [0, 2 / 8, 3 / 8, 5 / 8, 6 / 8, 8 / 8]  # frames 0..8, evenly
+
+
+def test_contact_sheet_has_a_row_per_checkpoint_in_step_order_then_final(outdir):
+    sheets = sorted((outdir / "gallery").glob("*/sheets/*.png"))
+    assert [f"{p.parts[-3]}/{p.name}" for p in sheets] == [
+        f"{model}/{instance}.png" for model in MODELS for _, instance in INSTANCES
+    ]
+    with Image.open(sheets[0]) as sheet:
+        assert sheet.size == (LABEL_WIDTH + 6 * (160 + GAP), HEADER + 4 * (80 + GAP))
+        for row, color in enumerate(COLORS.values()):
+            for column in range(6):
+                x = LABEL_WIDTH + column * (160 + GAP) + 80
+                pixel = sheet.getpixel((x, HEADER + row * (80 + GAP) + 40))
+                assert np.abs(np.subtract(pixel, color)).max() < 20, (row, column, pixel)
+
+
+class Links(HTMLParser):
+    """Every href and src of a page, and its video sources in order."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.links, self.videos = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.links += [attrs[key] for key in ("href", "src") if key in attrs]
+        if tag == "video":
+            self.videos.append(attrs["src"])
+
+
+def test_pages_link_only_files_that_exist(outdir):
+    gallery = outdir / "gallery"
+    pages = sorted(gallery.rglob("*.html"))
+    assert [p.relative_to(gallery).as_posix() for p in pages] == [
+        "index.html",
+        *(f"{model}/{task}.html" for model in MODELS for task, _ in INSTANCES),
+    ]
+    for page in pages:
+        parsed = Links(page.read_text(encoding="utf-8"))
+        assert parsed.links, page
+        for href in parsed.links:
+            assert not href.startswith(("/", "http")), href
+            assert (page.parent / href).resolve().is_file(), (page, href)
+        if page.name != "index.html":  # per instance: the final video first, then each step
+            names = [Path(src).relative_to("../..").as_posix() for src in parsed.videos]
+            task = page.stem
+            instance = dict(INSTANCES)[task]
+            run = f"{page.parent.name}/{task}/{instance}"
+            assert names == [f"{run}/{name}" for name in ["video.mp4", *list(COLORS)[:-1]]]
+
+
+def test_pages_show_the_score_when_judged(outdir):
+    judged = (outdir / "gallery/model_a/maze_square.html").read_text(encoding="utf-8")
+    assert "final 0.500 (completeness 1.00, rubric 0.500)" in judged
+    assert "not judged" in (outdir / "gallery/model_b/maze_square.html").read_text()
+    index = (outdir / "gallery/index.html").read_text(encoding="utf-8")
+    assert "<td>1</td><td>0.500</td><td>0</td>" in index  # judged, mean final, errors
+
+
+def test_an_instance_shows_its_task_the_verdict_per_item_and_the_pair_labels(outdir):
+    page = (outdir / "gallery/model_a/maze_square.html").read_text(encoding="utf-8")
+    for shown in [
+        "<b>Prompt</b>: Solve maze_square_lv1_001.",
+        "<b>Goal</b>: The goal of maze_square_lv1_001",
+        "<b>Completeness</b>: tier 2 (score 1): the dot reaches the exit",
+        "<td>1</td><td>No wall is crossed.</td><td>1</td><td>crosses a wall at 0.5 s</td>",
+        "<td>The dot stays &lt;round&gt;.</td><td>1</td><td>the dot &lt;b&gt;flickers",
+        '<img src="../inputs/maze_square_lv1_001.png" alt="input image">',
+    ]:
+        assert shown in page, shown
+    # each pair's label between its two checkpoints: final, step 1, 1->2, step 2, 2->40, step 40
+    row = re.findall(r'src="[^"]*/(\w+\.mp4)"|<b>(\d+ → \d+)</b>([a-z_]+) \((\w+)\)', page)
+    assert [video or (pair, label, source) for video, pair, label, source in row] == [
+        "video.mp4",
+        "step01.mp4",
+        ("1 → 2", "unrecognizable", "vlm"),
+        "step02.mp4",
+        ("2 → 40", "wrong_to_correct", "human"),
+        "step40.mp4",
+    ]
+    unjudged = (outdir / "gallery/model_b/maze_square.html").read_text(encoding="utf-8")
+    assert "<b>Completeness</b>: not judged" in unjudged and "→" not in unjudged
+    assert "<td>2</td><td>The dot stays &lt;round&gt;.</td><td>-</td><td>-</td>" in unjudged
+    with Image.open(outdir / "gallery/inputs/maze_square_lv1_001.png") as thumbnail:
+        assert thumbnail.size == (640, 360)
+
+
+def test_links_are_relative_and_replace_what_was_there(tmp_path):
+    video, path = tmp_path / "run" / "video.mp4", tmp_path / "eval_res" / "m" / "t" / "m_i.mp4"
+    video.parent.mkdir()
+    video.write_bytes(b"video")
+    for _ in range(2):  # a rerun replaces the link
+        link(video, path)
+    assert path.is_symlink() and os.readlink(path) == "../../../run/video.mp4"
+    assert path.samefile(video)
+
+
+PROBE = b"""<script>
+addEventListener("load", async () => {
+  const media = [...document.querySelectorAll("video")].map((v) => new Promise((done) => {
+    const report = () => done({src: v.src, ready: v.readyState, duration: v.duration,
+                               error: v.error && v.error.code});
+    if (v.readyState >= 1 || v.error) report();
+    else { v.addEventListener("loadedmetadata", report); v.addEventListener("error", report); }
+  }));
+  const probe = {videos: await Promise.all(media),
+                 images: [...document.images].map((i) => ({src: i.src, width: i.naturalWidth}))};
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify(probe);
+  document.body.append(out);
+});
+</script>"""
+
+
+class ProbingHandler(SimpleHTTPRequestHandler):
+    """Serves the outdir; adds PROBE to every HTML page and records each response's status."""
+
+    statuses: list[tuple[str, int]] = []
+
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if path.suffix != ".html":
+            return super().send_head()
+        body = path.read_bytes().replace(b"</body>", PROBE + b"</body>")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_request(self, code="-", size="-"):
+        self.statuses.append((self.path, int(code)))
+
+
+def probe(browser: str, url: str, profile: Path) -> dict:
+    """What PROBE found on `url` once loaded in headless Chromium."""
+    flags = "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+    flags += "--disable-background-networking --disable-component-update --disable-sync"
+    command = [browser, *flags.split(), f"--user-data-dir={profile}"]
+    command += ["--virtual-time-budget=5000", "--dump-dom", url]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout
+    start = dom.index('<pre id="probe">') + len('<pre id="probe">')
+    return json.loads(dom[start : dom.index("</pre>", start)].replace("&quot;", '"'))
+
+
+def test_gallery_pages_play_in_headless_chromium(outdir, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert browser, "Chromium is needed: apt-get install -y --no-install-recommends chromium"
+    handler = functools.partial(ProbingHandler, directory=str(outdir))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}/gallery"
+        for model in MODELS:
+            for task, _ in INSTANCES:
+                found = probe(browser, f"{base}/{model}/{task}.html", tmp_path / "profile")
+                assert len(found["videos"]) == len(COLORS) and len(found["images"]) == 2
+                for video in found["videos"]:  # H.264 decoded: metadata read, no error
+                    assert video["error"] is None and video["ready"] >= 1, video
+                    assert video["duration"] == pytest.approx(9 / 8, abs=0.01), video
+                sheet_width = LABEL_WIDTH + 6 * (160 + GAP)
+                widths = [image["width"] for image in found["images"]]
+                assert widths == [640, sheet_width], found  # input image, contact sheet
+        server.shutdown()
+    # 304: a file the profile cached on an earlier page (the input images models share)
+    failed = [(path, code) for path, code in ProbingHandler.statuses if code not in (200, 304)]
+    assert {path for path, _ in failed} <= {"/favicon.ico"}, failed
+
+
+def test_rules_build_the_gallery_and_the_official_layout(tmp_path, monkeypatch):
+    """Through Snakemake, on finished generate outputs: 4 jobs, then nothing left to do."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    config = default_config(tmp_path, tasks=["sorting"], levels=[1], subset="full")
+    registry = yaml.safe_load(Path(config["model_registry"]).read_text(encoding="utf-8"))
+    instances = load_study(config, registry).instances.index
+    outdir = tmp_path / "results"
+    for instance in instances:
+        run = outdir / "tiny_wan22" / "sorting" / instance
+        for name in COLORS:
+            write_video(np.zeros((9, 32, 64, 3), np.uint8), run / name, fps=8)
+        (run / "generation.json").write_text("{}")
+    result = snakemake(tmp_path, config, "gallery", "export_official_all")
+    assert result.returncode == 0, result.stdout[-3000:]
+    lines = result.stdout.splitlines()
+    jobs = [
+        line.split()[1].rstrip(":") for line in lines if line.startswith(("rule ", "localrule "))
+    ]
+    assert sorted(jobs) == ["contact_sheet", "export_official", "export_official_all", "gallery"]
+    gallery = outdir / "gallery" / "tiny_wan22"
+    assert sorted(p.name for p in gallery.iterdir()) == ["sheets", "sorting.html"]
+    inputs = sorted(p.stem for p in (outdir / "gallery" / "inputs").iterdir())
+    assert inputs == sorted(instances)
+    page = (gallery / "sorting.html").read_text(encoding="utf-8")
+    assert all(f'<section id="{instance}">' in page for instance in instances)
+    assert page.count("<b>Prompt</b>: ") == len(instances) and "<th>x_i</th>" in page
+    assert sorted(p.stem for p in (gallery / "sheets").glob("*.png")) == sorted(instances)
+    eval_res = outdir / "eval_res"
+    exported = [p.relative_to(eval_res).as_posix() for p in eval_res.rglob("*")]
+    assert sorted(p for p in exported if not p.endswith(".snakemake_timestamp")) == [
+        "tiny_wan22",
+        "tiny_wan22/sorting",
+        *sorted(f"tiny_wan22/sorting/tiny_wan22_{instance}.mp4" for instance in instances),
+    ]
+    for instance in instances:
+        video = outdir / "tiny_wan22" / "sorting" / instance / "video.mp4"
+        assert (eval_res / "tiny_wan22" / "sorting" / f"tiny_wan22_{instance}.mp4").samefile(video)
+    again = snakemake(tmp_path, config, "gallery", "export_official_all", "-n")
+    assert "Nothing to be done" in again.stdout, again.stdout[-3000:]

@@ -1,0 +1,138 @@
+"""The workflow through the repository's SLURM profile on a real local SLURM.
+
+`generate` must go through sbatch to the GPU partition with the registry's GPU request and
+run with a GPU SLURM gave it (CUDA_VISIBLE_DEVICES, as SLURM's TaskProlog saw it); contact
+sheets to the CPU partition without one; the judge and the other localrules must run on the
+submit host. The squeue lines seen during the run are printed (`pytest -s`). A killed
+Snakemake leaves its SLURM jobs running; a rerun after they finish keeps their videos.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.support.fake_vlm import FakeVLM
+from tests.support.scripted_judge import Judge, Transitioner
+from tests.support.slurm_cluster import slurm_cluster_fixture  # noqa: F401  (the `slurm_cluster` fixture)
+from tests.support.workflow import REPO, default_config
+
+SQUEUE = "JobID:6,Partition:6,State:11,Comment:60,tres-per-job:14,NodeList:10"
+GENERATE = "rule_generate_wildcards_tiny_wan22_sorting_sorting_lv1_00{}"  # a job's comment
+
+
+def squeue(cluster) -> dict[str, str]:
+    """job id -> its squeue line, finished jobs included (MinJobAge)."""
+    lines = cluster.run("squeue", "--states=all", "--noheader", "-O", SQUEUE).splitlines()
+    return {line.split()[0]: line.rstrip() for line in lines}
+
+
+def stamp(path: Path) -> tuple[int, int]:
+    return path.stat().st_ino, path.stat().st_mtime_ns
+
+
+def gpu_config(workdir: Path, judge: dict) -> dict:
+    """Two instances, tiny_wan22 asking for a GPU (`gpu: 1`, as the full-size models do)."""
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry["tiny_wan22"]["resources"]["gpu"] = 1
+    (workdir / "models.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    config = default_config(workdir, tasks=["sorting"], levels=[1], subset="full")
+    return config | {"model_registry": str(workdir / "models.yaml"), "judge": judge}
+
+
+def start(workdir: Path, config: dict, *args: str) -> subprocess.Popen:
+    """Snakemake with `--profile <repo>/slurm` in its own session; its log: workdir/run.log."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
+    command += ["--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "slurm")]
+    command += ["--slurm-init-seconds-before-status-checks", "1", *args]  # a test-sized poll
+    with open(workdir / "run.log", "w", encoding="utf-8") as log:
+        return subprocess.Popen(
+            command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def watch(cluster, until, timeout: float = 600) -> list[str]:
+    """Every distinct squeue line, polled until `until(lines so far)`."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        seen += [line for line in squeue(cluster).values() if line not in seen]
+        if until(seen):
+            return seen
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not done within {timeout} s:\n" + "\n".join(seen))
+        time.sleep(0.5)
+
+
+def test_profile_puts_generate_on_gpus_and_the_judge_on_the_submit_host(
+    slurm_cluster, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FAKE_VLM_KEY", "test-key")
+    before = set(squeue(slurm_cluster))
+    with FakeVLM(Transitioner(other=Judge(tier=2, violations=[0, 1, 0, 0]))) as fake:
+        judge = {"enabled": True, "model": "fake", "base_url": fake.url}
+        judge |= {"api_key_env": "FAKE_VLM_KEY", "backoff_initial_s": 0.01}
+        process = start(tmp_path, gpu_config(tmp_path, judge))
+        seen = watch(slurm_cluster, lambda _: process.poll() is not None)
+    log = (tmp_path / "run.log").read_text(encoding="utf-8")
+    tasks = slurm_cluster.tasks_log.read_text() if slurm_cluster.tasks_log.exists() else ""
+    print(f"\nsqueue -O {SQUEUE}, during the run:", *seen, sep="\n")
+    print("TaskProlog: job, step (none: the batch script), CUDA_VISIBLE_DEVICES", tasks, sep="\n")
+    where = [line for line in log.splitlines() if re.match(r"localrule \w+:|Job \d+ has", line)]
+    print("Snakemake: localrule (submit host) | submitted to SLURM", *where, sep="\n")
+    assert process.wait() == 0, log[-4000:]
+
+    jobs = {job: line.split() for job, line in squeue(slurm_cluster).items() if job not in before}
+    assert sorted(fields[3] for fields in jobs.values()) == [  # all that went through sbatch
+        "rule_contact_sheet_wildcards_tiny_wan22",
+        *(GENERATE.format(n) for n in (1, 2)),
+    ]
+    for job, fields in jobs.items():
+        assert fields[2] == "COMPLETED", fields
+        if "generate" in fields[3]:  # asked for a GPU (--gpus=1) and got one, in the step
+            assert fields[1] == "gpu" and fields[4] == "gres:gpu:1", fields
+            assert re.search(rf"^{job} 0 [01]$", tasks, re.MULTILINE), tasks
+        else:
+            assert fields[1] == "cpu" and fields[4] == "N/A", fields
+            assert re.search(rf"^{job} 0 none$", tasks, re.MULTILINE), tasks
+    assert any(" RUNNING " in line and "gres:gpu:1" in line for line in seen), seen
+    for rule in ("judge", "label_transitions", "select_instances", "gallery"):
+        assert f"localrule {rule}:" in log, rule  # on the submit host
+    assert re.search(r"Provided resources: .*judge_api\D+16\b", log)  # the profile's cap
+    assert fake.requests
+    scores = list((tmp_path / "results" / "tiny_wan22").glob("sorting/*/score.json"))
+    assert len(scores) == 2 and all(json.loads(p.read_text())["status"] == "ok" for p in scores)
+
+
+def test_a_killed_snakemake_leaves_its_jobs_running_and_a_rerun_keeps_their_videos(
+    slurm_cluster, tmp_path
+):
+    config = gpu_config(tmp_path, {"enabled": False})
+    before = set(squeue(slurm_cluster))
+    process = start(tmp_path, config, "generate_all")
+    both = {GENERATE.format(n) for n in (1, 2)}
+    watch(slurm_cluster, lambda seen: {ln.split()[3] for ln in seen if " RUNNING " in ln} == both)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+    new = set(squeue(slurm_cluster)) - before
+    watch(slurm_cluster, lambda _: all(" COMPLETED " in squeue(slurm_cluster)[job] for job in new))
+    assert len(new) == 2
+    videos = {path: stamp(path) for path in tmp_path.rglob("video.mp4")}
+    assert len(videos) == 2
+
+    assert start(tmp_path, config, "--unlock").wait() == 0
+    rerun = start(tmp_path, config, "generate_all")
+    assert rerun.wait() == 0
+    assert "Nothing to be done" in (tmp_path / "run.log").read_text(encoding="utf-8")
+    assert set(squeue(slurm_cluster)) - before == new  # nothing submitted again
+    assert {path: stamp(path) for path in videos} == videos

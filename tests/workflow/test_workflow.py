@@ -1,0 +1,209 @@
+"""The workflow end to end through Snakemake: outputs, validation before any job, reruns."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from itertools import pairwise
+
+import decord
+import pandas as pd
+import pytest
+import yaml
+from PIL import Image
+
+from tests.support.fake_vlm import FakeVLM
+from tests.support.scripted_judge import Judge, Transitioner
+from tests.support.workflow import REPO, default_config, snakemake
+from workflow_scripts.aggregate.tables import TABLES
+
+STEPS = [1, 2, 3, 4, 10, 20, 40]
+JUDGE = Judge(tier=1, violations=[0, 1])
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """The default workflow (tiny Wan2.2, bundled examples, half subset) run to the end, with
+    the judge pointed at the local test server, then its report."""
+    workdir = tmp_path_factory.mktemp("default")
+    config = default_config(workdir)
+    with pytest.MonkeyPatch.context() as env, FakeVLM(Transitioner(other=JUDGE)) as fake:
+        env.setenv("FAKE_VLM_KEY", "test-key")
+        config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
+        result = snakemake(workdir, config)
+        assert result.returncode == 0, result.stdout[-3000:]
+        report = snakemake(workdir, config, "--report", str(workdir / "report.zip"))
+        assert report.returncode == 0, report.stdout[-3000:]
+    return workdir, config
+
+
+def test_default_run_writes_every_video_and_checkpoint(default_run):
+    workdir, config = default_run
+    selected = pd.read_csv(workdir / "results" / "instances" / "selected.csv", dtype={"id": str})
+    assert len(selected) == 12  # 4 tasks x 3 levels x ceil(2 / 2)
+    assert selected.groupby(["task", "level"]).size().eq(1).all()
+    for row in selected.itertuples():
+        run = workdir / "results" / "tiny_wan22" / row.task / row.instance
+        frames = len(decord.VideoReader(str(run / "video.mp4")))
+        assert frames == 9
+        for step in STEPS:
+            assert len(decord.VideoReader(str(run / "denoise" / f"step{step:02d}.mp4"))) == frames
+        meta = json.loads((run / "generation.json").read_text())
+        assert meta["model"] == "tiny_wan22" and meta["denoise"]["steps"] == STEPS
+        assert meta["image"].endswith(f"{row.instance}.png")
+
+
+def test_default_run_scores_labels_tabulates_and_reports(default_run):
+    workdir, _ = default_run
+    results = workdir / "results"
+    scores = [json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/*/score.json")]
+    assert len(scores) == 12 and {s["status"] for s in scores} == {"ok"}
+    assert {s["completeness"] for s in scores} == {0.5}
+    transitions = [
+        json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/*/transitions.json")
+    ]
+    assert len(transitions) == 12
+    assert all(
+        [(p["from"], p["to"]) for p in t["pairs"]] == list(pairwise(STEPS)) for t in transitions
+    )
+    for name in TABLES:
+        assert len(pd.read_csv(results / "tables" / f"{name}.csv")) > 0, name
+    overall = pd.read_csv(results / "tables" / "final_by_domain_level.csv")
+    overall = overall.query("model == 'tiny_wan22' and domain == 'overall' and level == 'avg'")
+    finals = [s["final"] for s in scores]
+    assert overall["final"].item() == pytest.approx(sum(finals) / len(finals))
+    for plot in ("final_heatmap", "skills", "transitions"):
+        assert (results / "plots" / f"{plot}.png").stat().st_size > 0
+    assert (results / "gallery" / "index.html").is_file()
+    assert len(list((results / "eval_res" / "tiny_wan22").glob("*/tiny_wan22_*_lv*_*.mp4"))) == 12
+    with zipfile.ZipFile(workdir / "report.zip") as report:
+        names = report.namelist()
+    assert any(n.endswith("report.html") for n in names)
+    assert any("final_heatmap.png" in n for n in names) and any("skills.csv" in n for n in names)
+
+
+def test_a_finished_run_has_nothing_left_to_do(default_run, monkeypatch):
+    workdir, config = default_run
+    monkeypatch.setenv("FAKE_VLM_KEY", "test-key")  # the judge is on: its key is set
+    result = snakemake(workdir, config, "-n")
+    assert result.returncode == 0
+    assert "Nothing to be done" in result.stdout
+
+
+def break_benchmark(root):
+    """Copy of the bundled examples with one problem of every kind."""
+    shutil.copytree(REPO / "tasks" / "examples", root)
+    images = root / "maze_square" / "input_image"
+    (root / "maze_square" / "prompt" / "video_gen_prompt" / "maze_square.txt").unlink()
+    Image.new("RGB", (64, 64)).save(images / "lv2" / "maze_square_lv2_001.png")  # not 16:9
+    (images / "lv3" / "maze_square_lv3_002.png").write_bytes(b"not a png")
+    shutil.copy(
+        images / "lv1" / "maze_square_lv1_001.png", images / "lv1" / "maze_square_lv1_001.jpg"
+    )
+    (root / "sorting" / "judge_spec" / "_judge_rubric_sorting.json").write_text('{"rubric": []}')
+    (root / "clock_running" / "judge_spec" / "_completeness_judge.txt").unlink()
+    (root / "block_assembly" / "judge_spec" / "_judge_rubric_block_assembly.json").unlink()
+    shutil.copytree(root / "sorting", root / "stacking")  # a task the taxonomy does not know
+    for path in (root / "stacking").rglob("sorting*"):
+        path.rename(path.with_name(path.name.replace("sorting", "stacking")))
+
+
+def test_bad_input_is_reported_all_at_once_and_no_job_runs(tmp_path):
+    root = tmp_path / "bench"
+    break_benchmark(root)
+    config = default_config(tmp_path, root=str(root), subset="full")
+    config["denoise"]["steps"] = [1, 50]
+    result = snakemake(tmp_path, config)
+    assert result.returncode != 0
+    message = result.stdout
+    expected = [
+        ("maze_square_lv1_001", "missing prompt"),
+        ("maze_square_lv2_001", "16:9"),
+        ("maze_square_lv3_002", "unreadable"),
+        ("maze_square_lv1_001", "duplicate"),
+        ("sorting_lv2_002", "empty rubric"),
+        ("clock_running_lv3_001", "tier standard"),
+        ("block_assembly_lv1_001", "rubric"),
+        ("stacking_lv1_001", "taxonomy"),
+        ("tiny_wan22", "exceed its num_inference_steps"),
+    ]
+    lines = message.splitlines()
+    for name, problem in expected:
+        assert any(name in line and problem in line for line in lines), (name, problem, message)
+    assert "problem(s) found before scheduling any job" in message
+    assert not (tmp_path / "results").exists()
+
+
+def test_editing_one_model_reruns_only_its_jobs(tmp_path):
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry = {
+        "tiny_a": registry["tiny_wan22"],
+        "tiny_b": json.loads(json.dumps(registry["tiny_wan22"])),
+    }
+    registry_path = tmp_path / "models.yaml"
+    registry_path.write_text(yaml.safe_dump(registry))
+    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])
+    config["models"], config["model_registry"] = ["tiny_a", "tiny_b"], str(registry_path)
+    assert snakemake(tmp_path, config).returncode == 0
+    videos = {m: next((tmp_path / "results" / m).glob("maze_square/*/video.mp4")) for m in registry}
+    before = {m: v.stat().st_mtime_ns for m, v in videos.items()}
+
+    registry["tiny_b"]["generation"]["guidance_scale"] = 5.0
+    registry_path.write_text(yaml.safe_dump(registry))
+    dry = snakemake(tmp_path, config, "-n")
+    assert "model=tiny_b" in dry.stdout and "model=tiny_a" not in dry.stdout
+    result = snakemake(tmp_path, config)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert videos["tiny_a"].stat().st_mtime_ns == before["tiny_a"]
+    assert videos["tiny_b"].stat().st_mtime_ns > before["tiny_b"]
+    meta = json.loads((videos["tiny_b"].parent / "generation.json").read_text())
+    assert meta["settings"]["generation"]["guidance_scale"] == 5.0
+
+
+def test_every_family_runs_through_the_generate_rule(tmp_path):
+    models = ["tiny_wan21", "tiny_hunyuan15", "tiny_ltx23", "tiny_vbvr_wan22", "tiny_vbvr_ltx23"]
+    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])
+    config["models"] = models
+    result = snakemake(tmp_path, config, "generate_all")
+    assert result.returncode == 0, result.stdout[-3000:]
+    for model in models:
+        (run,) = (tmp_path / "results" / model / "maze_square").iterdir()
+        meta = json.loads((run / "generation.json").read_text())
+        frames = len(decord.VideoReader(str(run / "video.mp4")))
+        assert frames == meta["frames"] == 9
+        for step in STEPS:
+            assert len(decord.VideoReader(str(run / "denoise" / f"step{step:02d}.mp4"))) == frames
+        lora = meta["lora"]
+        assert (lora is not None) == model.startswith("tiny_vbvr"), model
+        if lora:
+            assert all(c["layers"] > 0 for c in lora["components"].values())
+
+
+def test_shell_entries_pass_awkward_text_and_paths_unchanged(tmp_path):
+    """The per-instance rules are shell commands: a prompt with quotes, `$`, braces and a
+    newline, and spaces, `$` and quotes in the paths (braces too in the registry's) reach
+    the job as they are."""
+    folder = tmp_path / "a dir $HOME 'q'"
+    root = folder / "bench"
+    shutil.copytree(REPO / "tasks" / "examples" / "maze_square", root / "maze_square")
+    prompt = 'Move the dot\'s "path" $(echo no) `id` {instance} {{x}} 100%\nthen stop; & | >'
+    (root / "maze_square/prompt/video_gen_prompt/maze_square.txt").write_text(prompt)
+    registry = folder / "models {m}.yaml"
+    shutil.copy(REPO / "config" / "models.yaml", registry)
+    config = default_config(tmp_path, root=str(root), tasks=["maze_square"], levels=[1])
+    config["model_registry"], config["outdir"] = str(registry), str(folder / "out $x")
+    result = snakemake(tmp_path, config, "generate_all")
+    assert result.returncode == 0, result.stdout[-3000:]
+    (run,) = (folder / "out $x" / "tiny_wan22" / "maze_square").iterdir()
+    assert json.loads((run / "generation.json").read_text())["prompt"] == prompt
+    assert len(decord.VideoReader(str(run / "video.mp4"))) == 9
+
+
+def test_braces_in_outdir_or_root_name_the_key(tmp_path):
+    for key, config in [
+        ("outdir", {**default_config(tmp_path), "outdir": str(tmp_path / "out{x}")}),
+        ("root", default_config(tmp_path, root=str(tmp_path / "bench{x}"))),
+    ]:
+        result = snakemake(tmp_path, config, "-n")
+        assert result.returncode != 0 and f"['{key}']" in result.stdout, result.stdout[-2000:]

@@ -1,0 +1,63 @@
+"""Scores along the denoising trajectory (`judge.checkpoints`): `trajectory_scores.csv`
+averages completeness, rubric and final per model and step, the final video last (step
+`final`), every step of a model over the same instances."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.common import layout
+from workflow_scripts.common.logs import job_log
+
+VALUES = ("completeness", "rubric", "final")
+
+
+def trajectory_rows(folders: Iterable[str | Path]) -> pd.DataFrame:
+    """From the checkpoint_scores.json of rule `judge_checkpoints`' `folders` and each
+    instance's score.json: model, instance, step (the video's: `final`), status and VALUES."""
+    rows = []
+    for model, task, instance, path in layout.documents(folders, "checkpoint_scores.json"):
+        steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+        outdir = path.parents[4]  # <outdir>/<model>/<task>/judge_checkpoints/<instance>/
+        score = layout.score_file(outdir, model, task, instance)
+        final = json.loads(score.read_text(encoding="utf-8"))
+        for score in [*steps, {**final, "step": "final"}]:
+            values = {key: score.get(key) for key in ("step", "status", *VALUES)}
+            rows.append({"model": model, "instance": instance, **values})
+    return pd.DataFrame(rows, columns=["model", "instance", "step", "status", *VALUES])
+
+
+def trajectory_table(rows: pd.DataFrame, seed: int = 0, resamples: int = 1000) -> pd.DataFrame:
+    """Per model and step (in step order, `final` last): each value's mean with its
+    bootstrap 95% CI and `n`, over the instances `ok` at every step of that model."""
+    from workflow_scripts.aggregate.tables import bootstrap
+
+    ok = rows.groupby(["model", "instance"])["status"].transform(lambda s: (s == "ok").all())
+    kept = rows[ok]
+    order = sorted(set(kept["step"]), key=lambda step: (step == "final", str(step).zfill(9)))
+    columns = ["model", "step", *(f"{v}{s}" for v in VALUES for s in ("", "_ci_low", "_ci_high"))]
+    table = []
+    for model in dict.fromkeys(rows["model"]):
+        for step in order:
+            cell = kept[(kept["model"] == model) & (kept["step"] == step)]
+            row = {"model": model, "step": step, "n": len(cell)}
+            stats = zip(VALUES, *bootstrap(cell[list(VALUES)], seed, resamples), strict=True)
+            for value, mean, low, high in stats:
+                row |= {value: mean, f"{value}_ci_low": low, f"{value}_ci_high": high}
+            table.append(row)
+    return pd.DataFrame(table, columns=[*columns, "n"])
+
+
+def trajectory_scores_job(smk) -> None:
+    """Rule `trajectory_scores`: the table and its plot."""
+    from workflow_scripts.aggregate.plots import trajectory_lines
+
+    with job_log(smk):
+        table = trajectory_table(trajectory_rows(smk.input.checkpoints))
+        table.to_csv(smk.output.table, index=False)
+        trajectory_lines(table, smk.output.plot)
+        print(table.to_string(index=False))

@@ -1,0 +1,162 @@
+"""What the annotation page labels, and where the labels go.
+
+A run's checkpoint pairs (`transitions.pairs` of every (model, instance) with both
+checkpoint videos decoded), optionally a seeded sample of (model, instance)s stratified
+by model, and the CSV of human labels that `transitions.human_labels` reads (model,
+instance, from, to, label), rewritten atomically after every label.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import tempfile
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from vgi_models.video import checkpoint_name
+from workflow_scripts.benchmark.study import Study, load_study
+from workflow_scripts.common import layout
+from workflow_scripts.common.config import check
+from workflow_scripts.common.files import FILE_MODE
+from workflow_scripts.transitions.settings import HUMAN_COLUMNS, Pair, load_transitions
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One checkpoint pair of one (model, instance) to label."""
+
+    model: str
+    task: str
+    instance: str
+    pair: Pair
+    outdir: Path
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.model, self.instance, *self.pair)
+
+    def video(self, step: int) -> Path:
+        folder = layout.run_folder(self.outdir, self.model, self.task, self.instance)
+        return folder / "denoise" / checkpoint_name(step, "x0")
+
+    def vlm_label(self) -> str | None:
+        """The VLM's label of this pair in transitions.json, if any."""
+        path = layout.transitions_file(self.outdir, self.model, self.task, self.instance)
+        if not path.is_file():
+            return None
+        pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
+        found = [p["vlm_label"] for p in pairs if (p["from"], p["to"]) == self.pair]
+        return found[0] if found else None
+
+
+def load_run(configfiles: Sequence[str | Path] = ()) -> tuple[dict, Study, tuple[Pair, ...]]:
+    """The config (config/config.yaml, then each of `configfiles` merged on top, checked and
+    with its defaults), its study and its checkpoint pairs, as the workflow sees them."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text(encoding="utf-8"))
+    for path in configfiles:
+        _merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
+    schema = REPO / "config" / "schemas" / "config.schema.yaml"
+    check(config, schema)
+    validate(config, str(schema))
+    registry = yaml.safe_load(Path(config["model_registry"]).read_text(encoding="utf-8"))
+    study = load_study(config, registry, image_cache=".snakemake/vgi_image_check.json")
+    unlabelled = {**config, "transitions": {**config["transitions"], "human_labels": None}}
+    return config, study, load_transitions(unlabelled, study).pairs  # the CSV may not exist yet
+
+
+def _merge(base: dict, update: dict) -> None:
+    """Merge `update` into `base`, mappings key by key (as Snakemake layers config files)."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def items_of(study: Study, pairs: Sequence[Pair], outdir: str | Path) -> list[Item]:
+    """Every pair of every generated (model, instance) whose two checkpoints are decoded."""
+    items = []
+    for model in study.generated:
+        for instance, task in study.instances["task"].items():
+            found = [Item(model, task, instance, pair, Path(outdir)) for pair in pairs]
+            items += [i for i in found if all(i.video(s).is_file() for s in i.pair)]
+    return items
+
+
+def stratified(items: Sequence[Item], n: int, seed: int) -> list[Item]:
+    """The items of `n` (model, instance)s drawn with `seed`, spread over the models as
+    evenly as their instances allow (n=117 over 4 models: 30, 29, 29, 29)."""
+    units: dict[str, list[str]] = defaultdict(list)
+    for item in items:
+        if item.instance not in units[item.model]:
+            units[item.model].append(item.instance)
+    quota, target = dict.fromkeys(units, 0), min(n, sum(map(len, units.values())))
+    while sum(quota.values()) < target:
+        open_ = [m for m in units if quota[m] < len(units[m])]
+        quota[min(open_, key=lambda m: quota[m])] += 1
+    rng = random.Random(seed)
+    chosen = {(m, i) for m, names in units.items() for i in rng.sample(names, quota[m])}
+    return [item for item in items if (item.model, item.instance) in chosen]
+
+
+class LabelStore:
+    """The human labels CSV: read once, rewritten atomically (a temporary file in the same
+    folder, then a rename) on every change. Rows it did not write are kept as they were."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path, self.lock = Path(path), threading.Lock()
+        self.columns, self.rows = list(HUMAN_COLUMNS), []
+        if self.path.is_file():
+            with open(self.path, newline="", encoding="utf-8") as handle:
+                reader = csv.DictReader(handle)
+                self.rows = list(reader)
+                extra = [c for c in reader.fieldnames or [] if c not in HUMAN_COLUMNS]
+                self.columns += extra
+
+    @staticmethod
+    def _key(row: dict) -> tuple[str, str, int, int] | None:
+        try:
+            return (row["model"], row["instance"], int(row["from"]), int(row["to"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def labels(self) -> dict[tuple[str, str, int, int], str]:
+        """The label of every labelled row, by (model, instance, from, to)."""
+        found = ((self._key(row), (row.get("label") or "").strip()) for row in self.rows)
+        return {key: label for key, label in found if key and label}
+
+    def set(self, key: tuple[str, str, int, int], label: str) -> None:
+        """Label one pair (replacing its label, if any) and write the file."""
+        with self.lock:
+            rows = [row for row in self.rows if self._key(row) == key]
+            if rows:
+                rows[0]["label"] = label
+            else:
+                self.rows.append(dict(zip(HUMAN_COLUMNS, (*key, label), strict=True)))
+            self._write()
+
+    def _write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.")
+        try:
+            with os.fdopen(handle, "w", newline="", encoding="utf-8") as out:
+                writer = csv.DictWriter(out, self.columns, restval="", extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(self.rows)
+            os.chmod(temporary, FILE_MODE)
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,97 @@
+"""Everything the DAG needs, loaded and checked once before any job is scheduled."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from vgi_models.registry import ModelSpec, load_registry, problems_of
+from workflow_scripts.benchmark.instances import load_instances, select_subset
+from workflow_scripts.benchmark.videos import find_videos
+from workflow_scripts.common.logs import job_log
+
+
+class StudyError(ValueError):
+    """All configuration and benchmark problems at once, one per line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+    def __str__(self) -> str:
+        lines = [f"{len(self.problems)} problem(s) found before scheduling any job:"]
+        return "\n".join(lines + [f"  - {p}" for p in self.problems])
+
+
+@dataclass(frozen=True)
+class Study:
+    """The selected models and instances, and the denoising checkpoints to decode.
+
+    `videos` holds, for each model with `source: videos`, its video of every instance.
+    """
+
+    models: dict[str, ModelSpec]
+    instances: pd.DataFrame
+    steps: tuple[int, ...]
+    decode: str
+    videos: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def generated(self) -> list[str]:
+        """The models whose videos (and checkpoints) the workflow generates."""
+        return [key for key, spec in self.models.items() if spec.generates]
+
+    def generation_params(self, model: str) -> str:
+        """The settings that determine a model's videos, as a stable JSON string."""
+        settings = self.models[model].settings()
+        settings["denoise"] = {"steps": list(self.steps), "decode": self.decode}
+        return json.dumps(settings, sort_keys=True, ensure_ascii=False)
+
+
+def load_study(config: dict, registry: dict, image_cache: str | None = None) -> Study:
+    """The study of a validated config; raises `StudyError` listing every problem.
+
+    `image_cache`: where the benchmark's decoded images are remembered (`ImageCheck`).
+    """
+    bench, denoise = config["benchmark"], config["denoise"]
+    specs = load_registry(registry)
+    problems = problems_of(specs, config["models"], denoise["steps"])
+    try:
+        table = load_instances(
+            *(bench[key] for key in ("root", "taxonomy", "overlap", "tasks", "levels")),
+            image_cache=image_cache,
+        )
+        table = select_subset(table, bench["subset"], bench["subset_seed"])
+    except (ValueError, OSError) as err:  # BenchmarkError lists many, others one
+        problems += getattr(err, "problems", [str(err)])
+        table = None
+    models = {key: specs[key] for key in config["models"] if key in specs}
+    videos = {}
+    for key, spec in models.items():
+        if table is not None and not spec.generates and Path(spec.videos).is_dir():
+            videos[key], missing = find_videos(key, spec.videos, table)
+            problems += missing
+    if problems:
+        raise StudyError(problems)
+    return Study(
+        models=models,
+        instances=table,
+        steps=tuple(sorted(denoise["steps"])),
+        decode=denoise["decode"],
+        videos=videos,
+    )
+
+
+def select_instances_job(smk) -> None:
+    """Rule `select_instances`: write the chosen instance ids with their task and level."""
+    ids = pd.Series(smk.params.ids, name="instance")
+    table = ids.str.extract(r"^(?P<task>.+)_lv(?P<level>\d+)_(?P<id>.+)$")
+    table.insert(0, "instance", ids)
+    table["subset"] = smk.params.subset
+    table["subset_seed"] = smk.params.seed
+    with job_log(smk):
+        table.to_csv(smk.output[0], index=False)
+        print(f"{len(table)} instances selected ({smk.params.subset}, seed {smk.params.seed})")

@@ -1,0 +1,56 @@
+"""Where a run's documents live under the outdir (DESIGN, "Outputs").
+
+A (model, instance)'s generation has its own folder; the VLM stages run per (model, task)
+and write one folder per stage beside the instances' folders, one entry per instance:
+
+    <outdir>/<model>/<task>/<instance>/                   video.mp4, denoise/, generation.json
+    <outdir>/<model>/<task>/judge/<instance>/             completeness.json, rubric.json, score.json
+    <outdir>/<model>/<task>/transitions/<instance>.json   the checkpoint pairs' labels
+    <outdir>/<model>/<task>/judge_checkpoints/<instance>/ stepNN/{completeness,rubric,score}.json,
+                                                          checkpoint_scores.json
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STAGES = ("judge", "transitions", "judge_checkpoints")  # never an instance id (<task>_lv<N>_<id>)
+
+
+def run_folder(outdir: str | Path, model: str, task: str, instance: str) -> Path:
+    """The instance's generation: video.mp4, denoise/, generation.json."""
+    return Path(outdir) / model / task / instance
+
+
+def stage_folder(outdir: str | Path, model: str, task: str, stage: str) -> Path:
+    """The folder one VLM job (`stage` of STAGES) writes for a (model, task)."""
+    return Path(outdir) / model / task / stage
+
+
+def judged(outdir: str | Path, model: str, task: str, instance: str) -> Path:
+    """The judge's documents of the instance's video: completeness, rubric and score.json."""
+    return stage_folder(outdir, model, task, "judge") / instance
+
+
+def score_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:
+    return judged(outdir, model, task, instance) / "score.json"
+
+
+def transitions_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:
+    return stage_folder(outdir, model, task, "transitions") / f"{instance}.json"
+
+
+def checkpoint_scores_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:
+    folder = stage_folder(outdir, model, task, "judge_checkpoints")
+    return folder / instance / "checkpoint_scores.json"
+
+
+def documents(folders, name: str):
+    """(model, task, instance, path) of each stage folder's per-instance documents: `name`
+    inside an instance's folder (e.g. `score.json`), or `<instance>.json` (name None)."""
+    for folder in map(Path, folders):
+        model, task = folder.parts[-3:-1]
+        paths = folder.glob("*.json") if name is None else folder.glob(f"*/{name}")
+        for path in sorted(paths):
+            instance = path.stem if name is None else path.parent.name
+            yield model, task, instance, path

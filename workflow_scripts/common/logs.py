@@ -1,0 +1,41 @@
+"""Job logging for the rules' entry points: `script:` entries get Snakemake's job object
+(`job_log`); the shell entries parse `--name value` options (`shell_job`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def job_log(smk):
+    """Send the job's stdout, stderr and logging (progress bars included) to its log file."""
+    Path(smk.log[0]).parent.mkdir(parents=True, exist_ok=True)
+    with (
+        open(smk.log[0], "w", encoding="utf-8") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        handler = logging.StreamHandler(log)
+        logging.getLogger().addHandler(handler)
+        try:
+            yield
+        finally:
+            logging.getLogger().removeHandler(handler)
+
+
+def shell_job(argv: list[str], required: list[str], optional: list[str] = ()) -> Namespace:
+    """Set up a shell entry's job: its `--name value` options (each of `required` must be
+    given, `optional` ones default to ""), and logging to stderr, which the rule redirects
+    to the job's log file together with stdout."""
+    parser = argparse.ArgumentParser(prog=Path(sys.argv[0]).name)
+    for name in required:
+        parser.add_argument(f"--{name}", required=True)
+    for name in optional:
+        parser.add_argument(f"--{name}", default="")
+    logging.basicConfig(stream=sys.stderr, format="%(message)s")
+    return parser.parse_args(argv)

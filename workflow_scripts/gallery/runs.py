@@ -1,0 +1,71 @@
+"""One (model, instance) of a run under the outdir, and the videos and judge documents the
+gallery shows of it (DESIGN, "Outputs")."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from workflow_scripts.common import layout
+
+CHECKPOINT = re.compile(r"step(\d+)(_xt)?\.mp4")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (model, instance) under the outdir: `<outdir>/<model>/<task>/<instance>/`."""
+
+    outdir: Path
+    model: str
+    task: str
+    instance: str
+
+    @classmethod
+    def of(cls, outdir: str | Path, video: str | Path) -> Run:
+        """The run whose `video.mp4` is `video`."""
+        model, task, instance = Path(video).relative_to(outdir).parts[:3]
+        return cls(Path(outdir), model, task, instance)
+
+    @property
+    def folder(self) -> Path:
+        return layout.run_folder(self.outdir, self.model, self.task, self.instance)
+
+    @property
+    def sheet(self) -> Path:
+        return self.outdir / "gallery" / self.model / "sheets" / f"{self.instance}.png"
+
+    def videos(self) -> list[tuple[str, Path]]:
+        """(label, path): checkpoints by step (x0 before x_t), then the final video."""
+        return [*checkpoint_videos(self.folder / "denoise"), ("final", self.folder / "video.mp4")]
+
+    def judged(self, name: str) -> dict | None:
+        """The judge's document `name` (`score`, `rubric`, `completeness`), if written."""
+        where = layout.judged(self.outdir, self.model, self.task, self.instance)
+        return _read(where / f"{name}.json")
+
+    def score(self) -> dict | None:
+        return self.judged("score")
+
+    def transitions(self) -> dict | None:
+        """The checkpoint pairs' labels, if written."""
+        return _read(layout.transitions_file(self.outdir, self.model, self.task, self.instance))
+
+
+def _read(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def checkpoint_videos(folder: Path) -> list[tuple[str, Path]]:
+    """(label, path) of the stepNN[_xt].mp4 videos in `folder`, in step order (none where
+    there is no folder: videos made elsewhere)."""
+    paths = folder.iterdir() if folder.is_dir() else []
+    found = [(CHECKPOINT.fullmatch(path.name), path) for path in paths]
+    keys = sorted((int(m[1]), bool(m[2]), path) for m, path in found if m)
+    return [(f"step {step}" + (" x_t" if xt else ""), path) for step, xt, path in keys]
+
+
+def runs_of(smk) -> list[Run]:
+    """The runs whose `video.mp4` the job takes as `input.videos`."""
+    return [Run.of(smk.config["outdir"], video) for video in smk.input.videos]

@@ -1,0 +1,39 @@
+"""The body of rule `generate`: one model on one instance (a shell entry)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from workflow_scripts.common.logs import shell_job
+
+
+def generate_job(argv: list[str]) -> None:
+    """Rule `generate`: run one model on one instance with the settings carried in params.
+
+    How the model runs (`runtime`: offload, tiling, attention) is read from the registry
+    when the job starts: it does not change the video, so it is not a param (no reruns).
+    """
+    job = shell_job(argv, ["model", "settings", "registry", "image", "prompt", "video", "threads"])
+    import torch
+
+    from vgi_models.generate import generate
+    from vgi_models.registry import load_registry
+
+    settings = json.loads(job.settings)
+    denoise = settings.pop("denoise")
+    with open(job.registry, encoding="utf-8") as registry:
+        settings["runtime"] = yaml.safe_load(registry)[job.model].get("runtime", {})
+    spec = load_registry({job.model: settings})[job.model]
+    torch.set_num_threads(int(job.threads))
+    meta = generate(
+        spec,
+        image=job.image,
+        prompt=job.prompt,
+        steps=denoise["steps"],
+        decode=denoise["decode"],
+        out_dir=Path(job.video).parent,
+    )
+    print(json.dumps(meta["seconds"]))

@@ -1,0 +1,148 @@
+"""Transition labels by the VLM (DESIGN, "Transition labels"): how the answer changes
+between checkpoints.
+
+For each pair of decoded checkpoints one VLM call sees the input image, the ground truth
+where there is one, the task's goal and checklist and `frames_per_checkpoint` frames of
+each checkpoint video, and returns one of `labels.LABELS`. A human label takes
+precedence; the VLM is still asked, so both labels are kept and agreement can be
+measured. A pair's evidence and states are the VLM's reading. A call that fails after the
+client's retries makes the document `error` with a reason; the pair is listed only if a
+human labelled it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vgi_models.video import checkpoint_name
+from workflow_scripts.common.files import write_json
+from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
+from workflow_scripts.judge.jobs import run_vlm_calls, summary, vlm_job
+from workflow_scripts.judge.settings import Protocol
+from workflow_scripts.transitions.labels import TRANSITION
+from workflow_scripts.transitions.settings import Pair
+
+if TYPE_CHECKING:
+    from workflow_scripts.judge.client import VLMClient
+
+
+def uniform_frames(video: str | Path, count: int, long_side: int) -> list[Frame]:
+    """`count` frames spread evenly from the first to the last (fewer if the clip is shorter)."""
+    return sample_frames(video, (count - 1) / video_duration(video), long_side=long_side)
+
+
+def _pair(a: int, b: int, reply: dict | None, human: str | None) -> dict:
+    """A pair's entry: the human label if any, else the VLM's; both kept."""
+    reading = reply or dict.fromkeys(("label", "earlier_state", "later_state", "evidence"))
+    return {
+        "from": a,
+        "to": b,
+        "label": human or reading["label"],
+        "source": "human" if human else "vlm",
+        "evidence": reading["evidence"],
+        "earlier_state": reading["earlier_state"],
+        "later_state": reading["later_state"],
+        "vlm_label": reading["label"],
+        "human_label": human,
+    }
+
+
+async def label_pairs(
+    client: VLMClient,
+    instance: Mapping,
+    denoise: Path,
+    pairs: Sequence[Pair],
+    human: Sequence[Mapping],
+    frames_per_checkpoint: int,
+    protocol: Protocol,
+    templates: Mapping[str, str],
+) -> dict:
+    """transitions.json of one video: one call per pair, run together (the client caps them).
+
+    `instance` holds what `judge.settings.instance_params` gives, and the `image`
+    and `gt_image` paths; `denoise` the checkpoint videos; `human` this video's human
+    labels; `templates` the transition templates by file name. `calls` counts the calls
+    sent (failed ones included), `cached_calls` the cache hits, `tokens` the usage of
+    every reply (cached ones included), `model_version` the version the backend reported.
+    """
+    from workflow_scripts.judge.client import JudgeCallError, Request
+    from workflow_scripts.judge.prompts import references
+    from workflow_scripts.transitions import prompts  # the VLM SDKs
+
+    size = protocol.image_long_side
+    gt_image = instance.get("gt_image")
+    refs = references(
+        encode_image(instance["image"], size),
+        gt_image and encode_image(gt_image, size),
+        instance.get("gt_text"),
+    )
+    steps = sorted({step for pair in pairs for step in pair})
+    frames = {
+        step: uniform_frames(
+            denoise / checkpoint_name(step, "x0"), frames_per_checkpoint, protocol.frame_long_side
+        )
+        for step in steps
+    }
+    counts, tokens, versions = Counter(calls=0, cached_calls=0), Counter(), set()
+    system = templates["transition_system.txt"]
+
+    async def ask(a: int, b: int) -> dict | JudgeCallError:
+        parts = prompts.transition(templates, refs, (a, frames[a]), (b, frames[b]), instance)
+        try:
+            reply = await client.ask(Request("transition", parts, TRANSITION, system))
+        except JudgeCallError as err:
+            counts["calls"] += 1
+            return err
+        counts["cached_calls" if reply.cached else "calls"] += 1
+        tokens.update(reply.usage)
+        versions.update([reply.model_version] if reply.model_version else [])
+        return reply.data
+
+    replies = await asyncio.gather(*(ask(a, b) for a, b in pairs))
+    human_of = {(h["from"], h["to"]): h["label"] for h in human}
+    listed, errors = [], []
+    for (a, b), reply in zip(pairs, replies, strict=True):
+        if isinstance(reply, JudgeCallError):
+            errors.append(f"pair {a}->{b}: {reply.reason}")
+            reply = None
+        if reply or (a, b) in human_of:
+            listed.append(_pair(a, b, reply, human_of.get((a, b))))
+    status = {"status": "error", "reason": "; ".join(errors)} if errors else {"status": "ok"}
+    version = ", ".join(sorted(versions)) or None
+    return {**status, "pairs": listed, **counts, "tokens": dict(tokens), "model_version": version}
+
+
+def label_transitions_job(argv: list[str]) -> None:
+    """Rule `label_transitions`: label the checkpoint pairs of every generated instance of
+    one (model, task) (`--inputs`: their denoise folders; `--human`: the task's human
+    labels by instance); writes `<out>/<instance>.json`."""
+    job, sheet = vlm_job(argv, ["transitions", "judge", "human"])
+    settings, judge, human = (json.loads(v) for v in (job.transitions, job.judge, job.human))
+    pairs = [tuple(pair) for pair in settings["pairs"]]
+    folders = [Path(folder) for folder in job.inputs]
+
+    async def label_all(client) -> list[dict]:
+        labelled = (
+            label_pairs(
+                client,
+                sheet[denoise.parent.name],
+                denoise,
+                pairs,
+                human.get(denoise.parent.name, []),
+                settings["frames_per_checkpoint"],
+                Protocol(**judge["protocol"]),
+                judge["prompts"],
+            )
+            for denoise in folders
+        )
+        return await asyncio.gather(*labelled)
+
+    documents = run_vlm_calls(job, label_all)
+    for denoise, document in zip(folders, documents, strict=True):
+        write_json(Path(job.out) / f"{denoise.parent.name}.json", document)
+    print(summary(documents))
