@@ -170,8 +170,8 @@ def main() -> None:
             rule: round(job_overhead(work, outdir, rule, output, 3), 2)
             for rule, output in (("judge", "score.json"), ("label_transitions", "transitions.json"))
         }
-        scores = [json.loads(p.read_text()) for p in outdir.glob("*/*/*/score.json")]
-        labels = [json.loads(p.read_text()) for p in outdir.glob("*/*/*/transitions.json")]
+        scores = [json.loads(p.read_text()) for p in outdir.glob("*/*/judge/*/score.json")]
+        labels = [json.loads(p.read_text()) for p in outdir.glob("*/*/transitions/*.json")]
     assert len(scores) == len(labels) == videos, (len(scores), len(labels), videos)
     ok = [r for r in requests if r.status == 200]
     start, end = min(r.at for r in requests), max(r.done for r in requests)

@@ -1,6 +1,7 @@
 import functools
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -13,7 +14,7 @@ from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
 from workflow_scripts.common.layout import STAGES
 from workflow_scripts.judge.checkpoints import checkpoint_steps
-from workflow_scripts.judge.settings import judge_params, task_sheet
+from workflow_scripts.judge.settings import instance_params, judge_params
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.transitions.settings import load_transitions
 
@@ -56,16 +57,22 @@ PROMPT = INSTANCES["prompt"].to_dict()
 TASKS = {task: list(rows.index) for task, rows in INSTANCES.groupby("task", sort=False)}
 GENERATION_PARAMS = {model: STUDY.generation_params(model) for model in STUDY.models}
 
-# What the commands call. Snakemake reruns a job whose command text changed, and compares
-# the text before formatting: `{PYTHON}` there stays the same wherever the checkout or the
-# interpreter lives (a deployed env brings its own `python`; a SLURM job parses this file
-# again). The judge client's settings (backend, the key's variable, endpoint, pacing)
-# decide how calls are made, never what they answer: they are not params either.
-PYTHON = "python" if workflow.deployment_settings.deployment_method else sys.executable
-ENTRY = os.path.join(os.path.dirname(workflow_scripts.__file__), "entry")
-REGISTRY_FILE = config["model_registry"]
-JUDGE_CLIENT = json.dumps(config["judge"])
-JUDGE_CACHE = f"{OUT}/cache/judge"
+# How `generate`'s shell command finds the interpreter, its entry and the registry (read
+# for `runtime`, which changes no video). Snakemake reruns a job whose command text
+# changed, so the text holds none of them: they are variables of the shell commands
+# (`shell.prefix`), set here (a SLURM job parses this file again; a deployed env brings
+# its own `python`), not `{NAME}`s in the text, which `snakemake --lint` flags. The VLM
+# rules are `script:` rules: Snakemake picks their interpreter and hands them the config.
+GENERATE_ENV = {
+    "VGI_PYTHON": (
+        "python" if workflow.deployment_settings.deployment_method else sys.executable
+    ),
+    "VGI_GENERATE": os.path.join(
+        os.path.dirname(workflow_scripts.__file__), "entry/generate.py"
+    ),
+    "VGI_REGISTRY": config["model_registry"],
+}
+shell.prefix("".join(f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()))
 
 
 wildcard_constraints:
@@ -114,6 +121,13 @@ def task_images(wildcards):
     """Input function: the input and ground-truth images of the job's task."""
     rows = INSTANCES.loc[selected_task(wildcards)]
     return [path for path in [*rows["image"], *rows["gt_image"]] if path]
+
+
+def task_instances(wildcards):
+    """Params function: what the VLM jobs read of the task's instances, by id (texts and
+    image paths): an edited rubric reruns its task's jobs."""
+    rows = INSTANCES.loc[selected_task(wildcards)]
+    return {instance: instance_params(row) for instance, row in rows.iterrows()}
 
 
 def per_instance(pattern, models=STUDY.models):
@@ -196,18 +210,3 @@ def report_judge_errors(failed=False):
     )
     if line:
         logger.warning(line)
-
-
-# What the VLM jobs read of each instance: texts and image paths, per task.
-rule instance_sheet:
-    output:
-        sheet=f"{OUT}/instances/{{task}}.json",
-    log:
-        note=f"{OUT}/logs/instance_sheet/{{task}}.log",
-    localrule: True
-    params:
-        sheet=lambda w: task_sheet(INSTANCES.loc[selected_task(w)], w.task),
-    run:
-        with open(output.sheet, "w", encoding="utf-8") as sheet, open(log.note, "w") as note:
-            sheet.write(params.sheet)
-            print(f"{len(TASKS[wildcards.task])} instances", file=note)

@@ -36,7 +36,7 @@ rule generate:
         settings=lambda w: GENERATION_PARAMS[w.model],
         prompt=lambda w: PROMPT[w.instance],
     shell:
-        "{PYTHON:q} {ENTRY:q}/generate.py --registry {REGISTRY_FILE:q} "
+        '"$VGI_PYTHON" "$VGI_GENERATE" --registry "$VGI_REGISTRY" '
         "--model {wildcards.model} --settings {params.settings:q} --threads {threads} "
         "--image {input.image:q} --prompt {params.prompt:q} --video {output.video:q} "
         "> {log:q} 2>&1"

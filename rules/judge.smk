@@ -1,6 +1,5 @@
 rule judge:
     input:
-        sheet=rules.instance_sheet.output.sheet,
         videos=task_runs(f"{RUN}/video.mp4"),
         images=task_images,
     output:
@@ -14,10 +13,9 @@ rule judge:
         judge_api=1,
     params:
         judge=JUDGE_PARAMS,
-    shell:
-        "{PYTHON:q} {ENTRY:q}/judge.py --client {JUDGE_CLIENT:q} --cache {JUDGE_CACHE:q} "
-        "--sheet {input.sheet:q} --judge {params.judge:q} --out {output:q} "
-        "--inputs {input.videos:q} > {log:q} 2>&1"
+        instances=task_instances,
+    script:
+        "../workflow_scripts/entry/judge.py"
 
 
 rule judge_all:
@@ -27,7 +25,6 @@ rule judge_all:
 
 rule judge_checkpoints:
     input:
-        sheet=rules.instance_sheet.output.sheet,
         denoise=task_runs(f"{RUN}/denoise"),
         images=task_images,
     output:
@@ -43,10 +40,8 @@ rule judge_checkpoints:
     resources:
         judge_api=1,
     params:
-        steps=json.dumps(CHECKPOINTS),
+        steps=CHECKPOINTS,
         judge=JUDGE_PARAMS,
-    shell:
-        "{PYTHON:q} {ENTRY:q}/judge_checkpoints.py --client {JUDGE_CLIENT:q} "
-        "--cache {JUDGE_CACHE:q} --sheet {input.sheet:q} --steps {params.steps:q} "
-        "--judge {params.judge:q} --out {output:q} --inputs {input.denoise:q} "
-        "> {log:q} 2>&1"
+        instances=task_instances,
+    script:
+        "../workflow_scripts/entry/judge_checkpoints.py"

@@ -1,6 +1,5 @@
 rule label_transitions:
     input:
-        sheet=rules.instance_sheet.output.sheet,
         denoise=task_runs(f"{RUN}/denoise"),
         images=task_images,
     output:
@@ -17,13 +16,10 @@ rule label_transitions:
     params:
         transitions=TRANSITIONS.params(),
         judge=TRANSITION_PARAMS,
+        instances=task_instances,
         human=lambda w: TRANSITIONS.human_params(w.model, selected_task(w)),
-    shell:
-        "{PYTHON:q} {ENTRY:q}/label_transitions.py --client {JUDGE_CLIENT:q} "
-        "--cache {JUDGE_CACHE:q} --sheet {input.sheet:q} "
-        "--transitions {params.transitions:q} --judge {params.judge:q} "
-        "--human {params.human:q} --out {output:q} --inputs {input.denoise:q} "
-        "> {log:q} 2>&1"
+    script:
+        "../workflow_scripts/entry/label_transitions.py"
 
 
 rule transitions_all:

@@ -1,6 +1,6 @@
 """The paper's tables and plots on a synthetic run whose every figure is worked out by hand.
 
-The run (scores written as score.json / transitions.json in DESIGN's layout):
+The run (score.json and transitions documents written where `common.layout` puts them):
 
     task  domain  skills               group        instances (level: ids)
     t1    dA      planning, spatial    overlap      lv1: 001, 002 lv2: 001
@@ -34,6 +34,7 @@ import yaml
 from workflow_scripts.aggregate import plots, tables
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.jobs import plots_job, tables_job
+from workflow_scripts.common import layout
 
 M, V, L = "wan22_i2v_a14b", "vbvr_wan22", "ltx23_i2v"
 TASKS = {"t1": "dA", "t2": "dA", "t3": "dB"}
@@ -121,10 +122,10 @@ def write_run(root: Path) -> Path:
     selected.insert(0, "instance", INSTANCES)
     selected.to_csv(root / "selected.csv", index=False)
     outdir = root / "results"
-    for name, documents in (("score.json", SCORES), ("transitions.json", TRANSITIONS)):
+    for where, documents in ((layout.score_file, SCORES), (layout.transitions_file, TRANSITIONS)):
         for model, by_instance in documents.items():
             for instance, document in by_instance.items():
-                path = outdir / model / instance[:2] / instance / name
+                path = where(outdir, model, instance[:2], instance)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(document))
     return outdir

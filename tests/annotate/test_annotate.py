@@ -19,7 +19,8 @@ import yaml
 from tests.support.workflow import REPO, default_config
 from vgi_models.video import checkpoint_name, write_video
 from workflow_scripts.annotate.items import Item, LabelStore, load_run, stratified
-from workflow_scripts.transitions import load_transitions
+from workflow_scripts.common import layout
+from workflow_scripts.transitions.settings import load_transitions
 
 MODELS = ["tiny_wan22", "tiny_ltx23"]
 INSTANCES = ["sorting_lv1_001", "sorting_lv1_002"]
@@ -43,7 +44,9 @@ def run(tmp_path) -> Path:
                 write_video(pixels, folder / "denoise" / checkpoint_name(step, "x0"), fps=8)
             pairs = [{"from": a, "to": b, "vlm_label": label} for (a, b), label in VLM.items()]
             if model == "tiny_wan22":
-                (folder / "transitions.json").write_text(json.dumps({"pairs": pairs}))
+                labels = layout.transitions_file(tmp_path / "results", model, "sorting", instance)
+                labels.parent.mkdir(parents=True, exist_ok=True)
+                labels.write_text(json.dumps({"pairs": pairs}))
     (tmp_path / "labels").mkdir()
     (tmp_path / "labels" / "human.csv").write_text(
         "model,instance,from,to,label,note\ntiny_wan22,sorting_lv1_001,1,2,stable,blurry\n"

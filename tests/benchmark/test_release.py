@@ -18,6 +18,7 @@ from tests.support.workflow import REPO, default_config, snakemake
 from workflow_scripts.benchmark import rubric
 from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.benchmark.videos import find_videos
+from workflow_scripts.common import layout
 
 META = (REPO / "tasks" / "task_names.yaml", REPO / "tasks" / "overlap.yaml")
 
@@ -151,7 +152,7 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
     results = tmp_path / "results"
     for instance, (_, checklist) in CHECKLISTS.items():
         task = instance.rsplit("_lv", 1)[0]
-        score = json.loads((results / "ext" / task / instance / "score.json").read_text())
+        score = json.loads(layout.score_file(results, "ext", task, instance).read_text())
         assert score["status"] == "ok" and len(score["violations"]) == len(checklist), instance
     # Every rubric call carries one instance's own goal and checklist (indices 1..K: verdict).
     rubric_calls = 0

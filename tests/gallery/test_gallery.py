@@ -21,17 +21,11 @@ from PIL import Image
 from tests.support.workflow import default_config, snakemake
 from vgi_models.video import write_video
 from workflow_scripts.benchmark.study import load_study
-from workflow_scripts.gallery import (
-    GAP,
-    HEADER,
-    LABEL_WIDTH,
-    Run,
-    checkpoint_videos,
-    link,
-    sample_tiles,
-    write_gallery,
-    write_sheets,
-)
+from workflow_scripts.common import layout
+from workflow_scripts.gallery.export import link
+from workflow_scripts.gallery.pages import write_gallery
+from workflow_scripts.gallery.runs import Run, checkpoint_videos
+from workflow_scripts.gallery.sheets import GAP, HEADER, LABEL_WIDTH, sample_tiles, write_sheets
 
 MODELS = ["model_a", "model_b"]
 INSTANCES = [("maze_square", "maze_square_lv1_001"), ("sorting", "sorting_lv2_003")]
@@ -44,8 +38,8 @@ COLORS = {  # one flat colour per video: a sheet's rows can be told apart by the
 SCORE = {"status": "ok", "completeness": 1.0, "rubric": 0.5, "final": 0.5, "strict_success": False}
 SCORE["violations"] = [1, 1]
 JUDGED = {  # model_a's maze_square instance: the judge's documents
-    "judge/completeness.json": {"status": "ok", "tier": 2, "reasoning": "the dot reaches the exit"},
-    "judge/rubric.json": {
+    "completeness": {"status": "ok", "tier": 2, "reasoning": "the dot reaches the exit"},
+    "rubric": {
         "status": "ok",
         "polish": {
             "checklist": [
@@ -54,7 +48,7 @@ JUDGED = {  # model_a's maze_square instance: the judge's documents
             ]
         },
     },
-    "transitions.json": {
+    "transitions": {
         "status": "ok",
         "pairs": [
             {"from": 1, "to": 2, "label": "unrecognizable", "source": "vlm", "evidence": "noise"},
@@ -82,10 +76,15 @@ def outdir(tmp_path_factory, example_image) -> Path:
     for run in runs:
         for name, color in COLORS.items():
             write_video(np.full((9, 32, 64, 3), color, np.uint8), run.folder / name, fps=8)
-    (runs[0].folder / "score.json").write_text(json.dumps(SCORE))
-    for name, document in JUDGED.items():
-        (runs[0].folder / name).parent.mkdir(exist_ok=True)
-        (runs[0].folder / name).write_text(json.dumps(document))
+    first = (outdir, runs[0].model, runs[0].task, runs[0].instance)
+    for name, document in {"score": SCORE, **JUDGED}.items():
+        path = (
+            layout.transitions_file(*first)
+            if name == "transitions"
+            else layout.judged(*first) / f"{name}.json"
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(document))
     for model in MODELS:
         sheets = outdir / "gallery" / model / "sheets"
         write_sheets([run for run in runs if run.model == model], sheets, 6, 160)

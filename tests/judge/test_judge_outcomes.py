@@ -9,13 +9,15 @@ import stat
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
-from workflow_scripts.jobs import judge_job
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.workflow import EXAMPLES, REPO
+from workflow_scripts.common import layout
 from workflow_scripts.common.files import write_json
+from workflow_scripts.judge.jobs import judge_job
 from workflow_scripts.judge.settings import judge_params
 from workflow_scripts.judge.summary import judge_errors_line
 
@@ -24,50 +26,54 @@ def test_an_undecodable_video_is_a_recorded_error_with_the_command_to_regenerate
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("FAKE_VLM_KEY", "test-key")
-    run = tmp_path / "results" / "tiny_wan22" / "sorting" / "sorting_lv1_001"
+    where = (tmp_path / "results", "tiny_wan22", "sorting", "sorting_lv1_001")
+    run = layout.run_folder(*where)
     run.mkdir(parents=True)
     (run / "video.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"cut short" * 50)
     image = next((EXAMPLES / "sorting" / "input_image" / "lv1").glob("*.png"))
     instance = {"goal": "Sort.", "checklist": ["Sorted."], "tier_standard": "0/1/2"}
-    instance["gt_text"] = None
+    instance.update(gt_text=None, image=str(image), gt_image=None)
+    out = layout.stage_folder(*where[:3], "judge")
     with FakeVLM() as fake:
         client = {"model": "fake", "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
-        judge_job(
-            [
-                *("--video", str(run / "video.mp4"), "--image", str(image)),
-                *("--judge", judge_params({}), "--instance", json.dumps(instance)),
-                *("--client", json.dumps(client), "--cache", str(tmp_path / "cache")),
-                *("--passes", str(run / "judge"), "--score", str(run / "score.json")),
-            ]
+        judge_job(  # what Snakemake hands rule judge's script
+            SimpleNamespace(
+                params=SimpleNamespace(judge=judge_params({}), instances={where[3]: instance}),
+                input=SimpleNamespace(videos=[str(run / "video.mp4")]),
+                output=[str(out)],
+                log=[str(tmp_path / "judge.log")],
+                config={"outdir": str(where[0]), "judge": client},
+            )
         )
         assert fake.requests == []
-    score = json.loads((run / "score.json").read_text())
+    score = json.loads(layout.score_file(*where).read_text())
     assert score["status"] == "error" and score["final"] is None and score["calls"] == 0
     assert score["reason"].startswith("video unreadable")
     assert f"snakemake --cores 1 --force {run / 'video.mp4'}" in score["reason"]
-    assert json.loads((run / "judge" / "rubric.json").read_text())["status"] == "error"
+    assert json.loads((layout.judged(*where) / "rubric.json").read_text())["status"] == "error"
 
 
 def test_the_run_ends_with_one_line_counting_errors_and_lists_them(tmp_path):
     started = time.time() - 1
-    scores = [tmp_path / f"{name}/score.json" for name in "abc"]
-    labels = [tmp_path / f"{name}/transitions.json" for name in "abc"]
+    judged, labelled = [tmp_path / "m/t/judge"], [tmp_path / "m/t/transitions"]
+    scores = [judged[0] / f"t_lv1_00{n}/score.json" for n in range(3)]
+    labels = [labelled[0] / f"t_lv1_00{n}.json" for n in range(2)]
     statuses = ["ok", "error", "ok", "error", "ok"]
-    for path, status in zip(scores + labels[:2], statuses, strict=True):
+    for path, status in zip(scores + labels, statuses, strict=True):
         write_json(path, {"status": status, "reason": None if status == "ok" else "blocked"})
     listing = tmp_path / "judge_errors.csv"
-    line = judge_errors_line(map(str, scores), map(str, labels), started, listing)
+    line = judge_errors_line(judged, labelled, started, listing)
     assert line == (
         f"Judge: errors in 1 of 3 scores and 1 of 2 transition labels, listed in {listing}."
     )
     with open(listing, newline="") as rows:
         listed = [(row["kind"], row["file"]) for row in csv.DictReader(rows)]
     assert listed == [("score", str(scores[1])), ("transitions", str(labels[0]))]
-    assert judge_errors_line(map(str, scores), [], time.time() + 60, listing) is None
+    assert judge_errors_line(judged, [], time.time() + 60, listing) is None
 
-    for path in scores + labels[:2]:
+    for path in scores + labels:
         write_json(path, {"status": "ok"})
-    line = judge_errors_line(map(str, scores), map(str, labels), started, listing)
+    line = judge_errors_line(judged, labelled, started, listing)
     assert line == "Judge: errors in 0 of 3 scores and 0 of 2 transition labels."
     assert not listing.exists()
 

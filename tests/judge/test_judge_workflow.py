@@ -60,7 +60,7 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
         assert not any("# My window" in t for r in fake.requests[:paid] for t in r.texts)
     assert {r.api_key for r in fake.requests} == {KEY}
 
-    scores = sorted((tmp_path / "results" / "tiny_wan22").glob("sorting/*/score.json"))
+    scores = sorted((tmp_path / "results" / "tiny_wan22").glob("sorting/judge/*/score.json"))
     assert len(scores) == 2
     for path in scores:
         score = json.loads(path.read_text())

@@ -16,6 +16,7 @@ from tests.support.fake_vlm import FakeVLM, Received
 from tests.support.scripted_judge import kind
 from tests.support.workflow import default_config, snakemake
 from vgi_models.video import checkpoint_name, write_video
+from workflow_scripts.common import layout
 from workflow_scripts.judge.settings import judge_params
 
 STEPS = [4, 10, 20, 40]
@@ -89,33 +90,35 @@ def config_of(workdir, fake_url, checkpoints) -> dict:
     return config
 
 
-def test_scores_along_the_steps_one_job_per_model_and_instance(workdir):
+def test_scores_along_the_steps_one_job_per_model_and_task(workdir):
     with FakeVLM(brightness_judge) as fake:
         config = config_of(workdir, fake.url, [4, 10, 20])
         result = snakemake(workdir, config, "trajectory_scores")
         assert result.returncode == 0, result.stdout[-3000:]
     # 9 frames at 16 fps: per video 1 completeness, 1 window and 1 verdict call; 4 videos
     # (3 checkpoints + the video) x 2 models x 2 instances, the same frames asked once (cache)
+    where = [(workdir / "results", m, "sorting", i) for m, i in BRIGHTNESS]
     documents = [
         score
-        for run in (workdir / "results").glob("*/sorting/*")
+        for run in where
         for score in [
-            *json.loads((run / "checkpoint_scores.json").read_text())["steps"],
-            json.loads((run / "score.json").read_text()),
+            *json.loads(layout.checkpoint_scores_file(*run).read_text())["steps"],
+            json.loads(layout.score_file(*run).read_text()),
         ]
     ]
     assert [s["calls"] + s["cached_calls"] for s in documents] == [3] * 16
     assert sum(s["calls"] for s in documents) == len(fake.requests) < 3 * 16
     jobs = re.findall(r"^(?:local)?rule (\w+):", result.stdout, re.M)
     assert sorted(set(jobs)) == ["judge", "judge_checkpoints", "trajectory_scores"]
-    assert jobs.count("judge_checkpoints") == jobs.count("judge") == 4
+    assert jobs.count("judge_checkpoints") == jobs.count("judge") == 2
 
-    run = workdir / "results" / "tiny_wan22" / "sorting" / "sorting_lv1_002"
-    scores = json.loads((run / "checkpoint_scores.json").read_text())
+    run = (workdir / "results", "tiny_wan22", "sorting", "sorting_lv1_002")
+    scores = json.loads(layout.checkpoint_scores_file(*run).read_text())
     assert scores["status"] == "ok" and [s["step"] for s in scores["steps"]] == [4, 10, 20]
     assert [(s["tier"], s["violations"][0]) for s in scores["steps"]] == [(0, 3), (0, 3), (1, 1)]
     for step in ("step04", "step10", "step20"):
-        passes = sorted(p.name for p in (run / "judge_checkpoints" / step).iterdir())
+        folder = layout.checkpoint_scores_file(*run).parent / step
+        passes = sorted(p.name for p in folder.iterdir())
         assert passes == ["completeness.json", "rubric.json", "score.json"]
 
     table = pd.read_csv(
@@ -143,7 +146,7 @@ def test_off_by_default_and_never_a_reason_to_rerun_the_judge(workdir):
     off = snakemake(workdir, config_of(workdir, "http://127.0.0.1:9", None), "-n")
     assert off.returncode == 0 and "judge_checkpoints" not in off.stdout, off.stdout[-3000:]
     on = snakemake(workdir, config_of(workdir, "http://127.0.0.1:9", [10, 40]), "-n")
-    assert re.search(r"^judge_checkpoints\s+4$", on.stdout, re.M), on.stdout[-3000:]
+    assert re.search(r"^judge_checkpoints\s+2$", on.stdout, re.M), on.stdout[-3000:]
     assert re.search(r"^trajectory_scores\s+1$", on.stdout, re.M)
     bad = snakemake(workdir, config_of(workdir, "http://127.0.0.1:9", [5]), "-n")
     assert bad.returncode and "judge.checkpoints: step(s) [5] not in denoise.steps" in bad.stdout

@@ -21,20 +21,17 @@ from tests.support.fake_vlm import FakeVLM, version
 from tests.support.scripted_judge import Transitioner, checkpoint_frames, kind
 from tests.support.workflow import REPO, default_config, snakemake
 from vgi_models.video import checkpoint_name, write_video
+from workflow_scripts.aggregate.agreement import agreement, label_sheet, pairs_table
 from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.benchmark.study import Study, StudyError
+from workflow_scripts.common import layout
 from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.frames import encode_image
-from workflow_scripts.judge.schemas import LABELS
 from workflow_scripts.judge.settings import Protocol, instance_params
 from workflow_scripts.judge.templates import load_templates
-from workflow_scripts.transitions import (
-    agreement,
-    label_pairs,
-    label_sheet,
-    load_transitions,
-    pairs_table,
-)
+from workflow_scripts.transitions.labelling import label_pairs
+from workflow_scripts.transitions.labels import LABELS
+from workflow_scripts.transitions.settings import load_transitions
 
 STEPS = (1, 2, 3, 4, 10, 20, 40)
 PAIRS = [(1, 2), (2, 3), (3, 4), (4, 10), (10, 20), (20, 40)]
@@ -67,8 +64,7 @@ def study(table, specs) -> Study:
 
 def instance(table: pd.DataFrame, name: str) -> dict:
     row = table.loc[name]
-    paths = {"image": row["image"], "gt_image": row["gt_image"]}
-    return {**json.loads(instance_params(row)), "task": row["task"], **paths}
+    return instance_params(row)
 
 
 @pytest.fixture
@@ -277,18 +273,18 @@ def pair(a, b, vlm, human=None) -> dict:
 
 
 def test_the_label_sheet_lists_exactly_the_pairs_without_a_human_label(tmp_path):
-    runs = tmp_path / "results" / "tiny_wan22" / "sorting"
+    outdir = tmp_path / "results"
     documents = {
         "sorting_lv1_001": [pair(1, 2, "stable", "stable"), pair(2, 3, "wrong_to_correct")],
         "sorting_lv1_002": [pair(1, 2, None, "unrecognizable")],  # 2->3 failed: not listed
     }
-    paths = []
     for name, pairs in documents.items():
-        paths.append(runs / name / "transitions.json")
-        paths[-1].parent.mkdir(parents=True)
-        paths[-1].write_text(json.dumps({"status": "ok", "pairs": pairs}))
+        path = layout.transitions_file(outdir, "tiny_wan22", "sorting", name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"status": "ok", "pairs": pairs}))
 
-    sheet = label_sheet(paths, [(1, 2), (2, 3)])
+    folder = layout.stage_folder(outdir, "tiny_wan22", "sorting", "transitions")
+    sheet = label_sheet([folder], [(1, 2), (2, 3)], outdir)
     written = sheet.drop(columns=["from_video", "to_video"]).fillna("")  # as in the CSV
     assert written.to_dict("records") == [
         {
@@ -302,8 +298,9 @@ def test_the_label_sheet_lists_exactly_the_pairs_without_a_human_label(tmp_path)
         }
         for name, vlm in [("sorting_lv1_001", "wrong_to_correct"), ("sorting_lv1_002", "")]
     ]
-    assert sheet["to_video"].iloc[0] == str(runs / "sorting_lv1_001" / "denoise" / "step03.mp4")
-    table = pairs_table(paths)
+    run = layout.run_folder(outdir, "tiny_wan22", "sorting", "sorting_lv1_001")
+    assert sheet["to_video"].iloc[0] == str(run / "denoise" / "step03.mp4")
+    table = pairs_table([folder])
     assert table[["instance", "from", "to", "source"]].values.tolist() == [
         ["sorting_lv1_001", 1, 2, "human"],
         ["sorting_lv1_001", 2, 3, "vlm"],
@@ -359,7 +356,8 @@ def test_rules_label_export_and_measure_agreement(tmp_path, monkeypatch, denoise
         assert result.returncode == 0, result.stdout[-3000:]
         assert len(fake.requests) == 2 * 2  # two videos x pairs 1->2, 2->40
 
-    labelled = json.loads((runs / "sorting_lv1_001" / "transitions.json").read_text())
+    labelled = layout.transitions_file(out, "tiny_wan22", "sorting", "sorting_lv1_001")
+    labelled = json.loads(labelled.read_text())
     assert labelled["status"] == "ok"
     assert [(p["label"], p["source"]) for p in labelled["pairs"]] == [
         ("stable", "vlm"),

@@ -67,8 +67,8 @@ def test_nothing_reruns_for_interpreter_checkout_registry_path_or_judge_pacing(
     with FakeVLM(Transitioner(other=Judge(tier=2, violations=[0]))) as fake:
         done = run(first, CONSOLE, "--cores", "2", "--config", ONE_TASK, judge_config(fake.url))
         assert done.returncode == 0, done.stdout[-3000:]
-        assert len(list(first.glob("results/*/sorting/*/score.json"))) == 1
-        assert len(list(first.glob("results/*/sorting/*/transitions.json"))) == 1
+        assert len(list(first.glob("results/*/sorting/judge/*/score.json"))) == 1
+        assert len(list(first.glob("results/*/sorting/transitions/*.json"))) == 1
         same = run(first, PYTHON_M, "-n", "--config", ONE_TASK, judge_config(fake.url))
         assert NOTHING in same.stdout, same.stdout[-3000:]
 
@@ -95,7 +95,7 @@ def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_p
         failed = run(repo, CONSOLE, *args)
         assert failed.returncode != 0
         assert len(fake.requests) == 1 and fake.requests[0].api_key == "a-wrong-key"
-        assert not list(repo.glob("results/*/sorting/*/score.json"))
+        assert not list(repo.glob("results/*/sorting/judge/*/score.json"))
         assert re.search(r"judge service failure: HTTP 401: API key not valid", failed.stdout)
         assert "a-wrong-key" not in failed.stdout
         videos = {p: p.stat().st_mtime_ns for p in repo.glob("results/*/sorting/*/video.mp4")}
@@ -103,7 +103,7 @@ def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_p
         monkeypatch.setenv("FAKE_VLM_KEY", KEY)
         fixed = run(repo, CONSOLE, *args)
         assert fixed.returncode == 0, fixed.stdout[-3000:]
-    scores = [json.loads(p.read_text()) for p in repo.glob("results/*/sorting/*/score.json")]
+    scores = [json.loads(p.read_text()) for p in repo.glob("results/*/sorting/judge/*/score.json")]
     assert [s["status"] for s in scores] == ["ok"] * 4
     assert all(p.stat().st_mtime_ns == t for p, t in videos.items())
     assert "Judge: errors in 0 of 4 scores." in fixed.stdout

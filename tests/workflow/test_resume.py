@@ -29,7 +29,7 @@ from tests.support.scripted_judge import Judge
 from tests.support.workflow import REPO, default_config, snakemake
 
 DELAY = 0.5  # seconds per judge reply: judging takes a few seconds a video
-INSTANCES = 4  # sorting, levels 1 and 2
+INSTANCES = 4  # sorting and maze_square, level 1: two judge jobs
 
 
 def start(workdir: Path, config: dict, *args: str) -> subprocess.Popen:
@@ -63,11 +63,12 @@ def resume(workdir: Path, config: dict, *targets: str) -> None:
     assert done.returncode == 0, done.stdout[-3000:]
 
 
-def finished(workdir: Path, rule: str) -> set[str]:
-    """Instances whose `rule` job the killed run logged finished (incomplete marker gone)."""
+def finished(workdir: Path, rule: str, wildcard: str = "instance") -> set[str]:
+    """The `wildcard` of each `rule` job the killed run logged finished (incomplete marker
+    gone)."""
     log = (workdir / "run.log").read_text(encoding="utf-8")
     lines = r"(?:    .*\n)*?"  # more lines of the job's block
-    block = rf"rule {rule}:\n{lines}    jobid: (\d+)\n{lines}    wildcards: .*instance=(\S+)"
+    block = rf"rule {rule}:\n{lines}    jobid: (\d+)\n{lines}    wildcards: .*{wildcard}=([^,\s]+)"
     instance = dict(re.findall(block, log))
     return {instance[job] for job in re.findall(rf"Finished jobid: (\d+) \(Rule: {rule}\)", log)}
 
@@ -102,40 +103,41 @@ class DistinctJudge(Judge):
 
 def test_a_killed_run_resumes_without_redoing_videos_or_paying_a_call_twice(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_VLM_KEY", "test-key")
-    config = default_config(tmp_path, tasks=["sorting"], levels=[1, 2], subset="full")
-    runs = tmp_path / "results" / "tiny_wan22" / "sorting"
+    config = default_config(tmp_path, tasks=["sorting", "maze_square"], levels=[1], subset="full")
+    model = tmp_path / "results" / "tiny_wan22"
 
     # 1. generation: kill once a generate job is done and another has written its video but
     # is still decoding its checkpoints (an output exists: the job is marked incomplete)
     def decoding() -> bool:
-        videos = {path.parent.name for path in runs.glob("*/video.mp4")}
-        done = {path.parent.name for path in runs.glob("*/generation.json")}
+        videos = {path.parent.name for path in model.glob("*/*/video.mp4")}
+        done = {path.parent.name for path in model.glob("*/*/generation.json")}
         return bool(finished(tmp_path, "generate") and videos - done)
 
     kill_when(start(tmp_path, config, "generate_all"), decoding)
-    done = {path: stamp(path) for n in finished(tmp_path, "generate") for path in outputs(runs / n)}
-    cut = {path.parent for path in runs.glob("*/video.mp4")} - {p.parent for p in done}
+    runs = {path.parent.name: path.parent for path in model.glob("*/*/video.mp4")}
+    done = {path: stamp(path) for n in finished(tmp_path, "generate") for path in outputs(runs[n])}
+    cut = set(runs.values()) - {p.parent for p in done}
     assert done and cut
     incomplete = snakemake(tmp_path, config, "-n", "generate_all")
     assert "IncompleteFilesException" in incomplete.stdout, incomplete.stdout[-2000:]
     resume(tmp_path, config, "generate_all")
-    assert len(list(runs.glob("*/generation.json"))) == INSTANCES
+    assert len(list(model.glob("*/*/generation.json"))) == INSTANCES
     assert {path: stamp(path) for path in done} == done  # not one redone
 
-    # 2. judging: kill once a judge job is done and other judge calls are in flight
+    # 2. judging, one (model, task) job at a time: kill once a judge job is done and the
+    # other's calls are in flight
     with FakeVLM(DistinctJudge(tier=2, violations=[0, 1, 0, 0]), delay=DELAY) as fake:
         config["judge"] = {"enabled": True, "model": "fake", "base_url": fake.url}
         config["judge"] |= {"api_key_env": "FAKE_VLM_KEY", "backoff_initial_s": 0.01}
-        process = start(tmp_path, config, "judge_all", "--resources", "judge_api=2")
-        killed_at = kill_when(process, lambda: finished(tmp_path, "judge") and fake.in_flight)
+        process = start(tmp_path, config, "judge_all", "--resources", "judge_api=1")
+        judged = lambda: finished(tmp_path, "judge", "task")  # noqa: E731
+        killed_at = kill_when(process, lambda: judged() and fake.in_flight)
         in_flight, sent_before = fake.in_flight, len(fake.requests)
-        scored = {
-            p: stamp(p) for p in (runs / n / "score.json" for n in finished(tmp_path, "judge"))
-        }
+        scored = {p: stamp(p) for task in judged() for p in model.glob(f"{task}/judge/*/*.json")}
         resume(tmp_path, config, "judge_all")
-    scores = [json.loads(path.read_text()) for path in runs.glob("*/score.json")]
+    scores = [json.loads(path.read_text()) for path in model.glob("*/judge/*/score.json")]
     assert len(scores) == INSTANCES and {score["status"] for score in scores} == {"ok"}
-    assert {path: stamp(path) for path in scored} == scored
+    assert scored and {path: stamp(path) for path in scored} == scored
     assert len(fake.requests) > sent_before  # the rerun judged the rest
 
     # a call answered before the kill is never made again; one cut off in flight may be

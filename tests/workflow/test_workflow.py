@@ -57,11 +57,11 @@ def test_default_run_writes_every_video_and_checkpoint(default_run):
 def test_default_run_scores_labels_tabulates_and_reports(default_run):
     workdir, _ = default_run
     results = workdir / "results"
-    scores = [json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/*/score.json")]
+    scores = [json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/judge/*/score.json")]
     assert len(scores) == 12 and {s["status"] for s in scores} == {"ok"}
     assert {s["completeness"] for s in scores} == {0.5}
     transitions = [
-        json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/*/transitions.json")
+        json.loads(p.read_text()) for p in results.glob("tiny_wan22/*/transitions/*.json")
     ]
     assert len(transitions) == 12
     assert all(

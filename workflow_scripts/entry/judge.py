@@ -1,10 +1,10 @@
-"""Shell entry of rule `judge`: the VLM judge on every video of one (model, task)."""
+"""Snakemake entry of rule `judge`: the VLM judge on every video of one (model, task)."""
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the workflow's packages
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
 
 from workflow_scripts.judge.jobs import judge_job  # noqa: E402
 
-judge_job(sys.argv[1:])
+judge_job(snakemake)

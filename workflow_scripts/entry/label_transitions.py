@@ -1,10 +1,10 @@
-"""Shell entry of rule `label_transitions`: checkpoint pair labels of one (model, task)."""
+"""Snakemake entry of rule `label_transitions`: checkpoint pair labels of one (model, task)."""
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the workflow's packages
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
 
 from workflow_scripts.transitions.labelling import label_transitions_job  # noqa: E402
 
-label_transitions_job(sys.argv[1:])
+label_transitions_job(snakemake)

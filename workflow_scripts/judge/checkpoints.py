@@ -20,7 +20,8 @@ from pathlib import Path
 from vgi_models.video import checkpoint_name
 from workflow_scripts.benchmark.study import Study, StudyError
 from workflow_scripts.common.files import write_json
-from workflow_scripts.judge.jobs import judge_file, run_vlm_calls, summary, vlm_job
+from workflow_scripts.common.logs import job_log
+from workflow_scripts.judge.jobs import judge_file, run_vlm, summary
 
 
 def checkpoint_steps(config: Mapping, study: Study) -> list[int]:
@@ -42,27 +43,27 @@ def step_scores(steps, judged: list[dict]) -> dict:
     return {**status, **calls, "steps": scores}
 
 
-def judge_checkpoints_job(argv: list[str]) -> None:
-    """Rule `judge_checkpoints`: the judge on the chosen checkpoints of one (model, task)
-    (`--inputs`: the instances' denoise folders, `--steps`: JSON)."""
-    job, sheet = vlm_job(argv, ["judge", "steps"])
-    judge, steps = json.loads(job.judge), json.loads(job.steps)
-    folders = [Path(folder) for folder in job.inputs]
+def judge_checkpoints_job(smk) -> None:
+    """Rule `judge_checkpoints`: the judge on the chosen checkpoints (`params.steps`) of
+    every generated instance of one (model, task) (`input.denoise`: their folders)."""
+    judge, instances, steps = json.loads(smk.params.judge), smk.params.instances, smk.params.steps
+    folders = [Path(folder) for folder in smk.input.denoise]
 
     async def judge_all(client) -> list[list[dict]]:
         async def instance(denoise: Path) -> list[dict]:
             videos = [denoise / checkpoint_name(step, "x0") for step in steps]
-            entry = sheet[denoise.parent.name]
+            entry = instances[denoise.parent.name]
             return await asyncio.gather(*(judge_file(client, entry, v, judge) for v in videos))
 
         return await asyncio.gather(*map(instance, folders))
 
-    scores = []
-    for denoise, judged in zip(folders, run_vlm_calls(job, judge_all), strict=True):
-        out = Path(job.out) / denoise.parent.name
-        for step, documents in zip(steps, judged, strict=True):
-            for name, document in documents.items():
-                write_json(out / f"step{step:02d}" / f"{name}.json", document)
-        scores.append(step_scores(steps, judged))
-        write_json(out / "checkpoint_scores.json", scores[-1])
-    print(summary(scores))
+    with job_log(smk):
+        scores = []
+        for denoise, judged in zip(folders, run_vlm(smk, judge_all), strict=True):
+            out = Path(smk.output[0]) / denoise.parent.name
+            for step, documents in zip(steps, judged, strict=True):
+                for name, document in documents.items():
+                    write_json(out / f"step{step:02d}" / f"{name}.json", document)
+            scores.append(step_scores(steps, judged))
+            write_json(out / "checkpoint_scores.json", scores[-1])
+        print(summary(scores))

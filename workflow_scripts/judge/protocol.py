@@ -298,8 +298,8 @@ async def judge_video(
 ) -> dict:
     """Judge one video of one instance.
 
-    `instance` holds what `settings.instance_params` gives (id, task, level, texts) and
-    the `image` and `gt_image` paths; `templates` the prompt templates by
+    `instance` holds what `settings.instance_params` gives (id, task, level, texts,
+    the `image` and `gt_image` paths); `templates` the prompt templates by
     file name (None: the defaults). Returns `{"completeness", "rubric", "score"}`, the
     documents to write. Completeness and the rubric run concurrently, the windows of a
     round together (the client caps concurrency).

@@ -11,12 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
 from workflow_scripts.judge.templates import load_templates
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 # Judge settings that change how or on which videos calls are made, never what they answer.
 RUN_SETTINGS = (
@@ -69,10 +65,3 @@ def instance_params(row: Mapping) -> dict:
     texts = {key: row[key] for key in ("task", "goal", "checklist", "tier_standard", "gt_text")}
     images = {key: None if row[key] is None else str(row[key]) for key in ("image", "gt_image")}
     return {"instance": row.name, "level": int(row["level"]), **texts, **images}
-
-
-def task_sheet(instances: pd.DataFrame, task: str) -> str:
-    """The sheet of one task: `instance_params` of each of its instances, by id, as JSON."""
-    rows = instances[instances["task"] == task]
-    sheet = {instance: instance_params(row) for instance, row in rows.iterrows()}
-    return json.dumps(sheet, ensure_ascii=False, indent=1)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.common.files import write_json
+from workflow_scripts.common.logs import job_log
 from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
-from workflow_scripts.judge.jobs import run_vlm_calls, summary, vlm_job
+from workflow_scripts.judge.jobs import run_vlm, summary
 from workflow_scripts.judge.settings import Protocol
 from workflow_scripts.transitions.labels import TRANSITION
 from workflow_scripts.transitions.settings import Pair
@@ -64,8 +65,8 @@ async def label_pairs(
 ) -> dict:
     """transitions.json of one video: one call per pair, run together (the client caps them).
 
-    `instance` holds what `judge.settings.instance_params` gives, and the `image`
-    and `gt_image` paths; `denoise` the checkpoint videos; `human` this video's human
+    `instance` holds what `judge.settings.instance_params` gives (texts, and the `image` and
+    `gt_image` paths); `denoise` the checkpoint videos; `human` this video's human
     labels; `templates` the transition templates by file name. `calls` counts the calls
     sent (failed ones included), `cached_calls` the cache hits, `tokens` the usage of
     every reply (cached ones included), `model_version` the version the backend reported.
@@ -117,20 +118,20 @@ async def label_pairs(
     return {**status, "pairs": listed, **counts, "tokens": dict(tokens), "model_version": version}
 
 
-def label_transitions_job(argv: list[str]) -> None:
+def label_transitions_job(smk) -> None:
     """Rule `label_transitions`: label the checkpoint pairs of every generated instance of
-    one (model, task) (`--inputs`: their denoise folders; `--human`: the task's human
-    labels by instance); writes `<out>/<instance>.json`."""
-    job, sheet = vlm_job(argv, ["transitions", "judge", "human"])
-    settings, judge, human = (json.loads(v) for v in (job.transitions, job.judge, job.human))
+    one (model, task) (`input.denoise`: their folders; `params.human`: the task's human
+    labels by instance); writes `<output>/<instance>.json`."""
+    settings, judge = json.loads(smk.params.transitions), json.loads(smk.params.judge)
+    human = json.loads(smk.params.human)
     pairs = [tuple(pair) for pair in settings["pairs"]]
-    folders = [Path(folder) for folder in job.inputs]
+    folders = [Path(folder) for folder in smk.input.denoise]
 
     async def label_all(client) -> list[dict]:
         labelled = (
             label_pairs(
                 client,
-                sheet[denoise.parent.name],
+                smk.params.instances[denoise.parent.name],
                 denoise,
                 pairs,
                 human.get(denoise.parent.name, []),
@@ -142,7 +143,8 @@ def label_transitions_job(argv: list[str]) -> None:
         )
         return await asyncio.gather(*labelled)
 
-    documents = run_vlm_calls(job, label_all)
-    for denoise, document in zip(folders, documents, strict=True):
-        write_json(Path(job.out) / f"{denoise.parent.name}.json", document)
-    print(summary(documents))
+    with job_log(smk):
+        documents = run_vlm(smk, label_all)
+        for denoise, document in zip(folders, documents, strict=True):
+            write_json(Path(smk.output[0]) / f"{denoise.parent.name}.json", document)
+        print(summary(documents))
