@@ -152,7 +152,7 @@ def test_every_problem_is_reported_at_once(tmp_path, meta):
         standard=" ",
     )
     make_task(root, "stranger", {1: ["001"], 2: ["001"]}, rubric='{"rubric": ["goal only"]}')
-    make_task(root, "blank", {1: ["001"], 2: ["001"]}, rubric='{"rubric": ["goal", "  "]}')
+    make_task(root, "blank", {1: ["001"], 2: ["001"]}, rubric='{"rubric": ["  ", ""]}')
     make_task(root, "broken", {1: ["001"], 2: ["001"]}, rubric="{not json")
     empty = '[{"id": "empty_lv1_001", "rubric": []}, {"id": "empty_lv2_001", "rubric": "text"}]'
     make_task(root, "empty", {1: ["001"], 2: ["001"]}, rubric=empty)

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from tests.support.fake_vlm import FakeVLM, Received
-from tests.support.scripted_judge import kind
+from tests.support.scripted_judge import checklist_length, kind
 from tests.support.workflow import default_config, snakemake
 from vgi_models.video import checkpoint_name, write_video
 from workflow_scripts.common import layout
@@ -52,7 +52,7 @@ def brightness_judge(received: Received) -> dict:
             "frames_to_inspect_closely": [],
         }
     seen = int(re.search(r"brightness (\d+)", "\n".join(received.texts))[1])
-    k = received.schema["properties"]["checklist"]["items"]["properties"]["index"]["maximum"]
+    k = checklist_length(received)
     items = [
         {"index": n, "n_violations": VIOLATIONS[seen], "evidence": "e"} for n in range(1, k + 1)
     ]

@@ -262,9 +262,10 @@ class _Handler(BaseHTTPRequestHandler):
                     headers["Retry-After"] = f"{script.retry_after:g}"
                 self._send(script.status, _error_body(received.protocol, script), headers)
             else:
-                text = (
-                    script.text if script.text is not None else json.dumps(fake.responder(received))
-                )
+                text = script.text
+                if text is None:  # a responder's str is the reply text as it is
+                    answer = fake.responder(received)
+                    text = answer if isinstance(answer, str) else json.dumps(answer)
                 self._send(200, build(received, script, text))
         finally:
             fake._leave(received)

@@ -45,7 +45,7 @@ CHECKLISTS = {
         ["Never cross lv1_002's walls.", "Finish on lv1_002's flag."],
     ),
     "clock_running_lv1_001": ("Run the clock an hour.", ["Hands turn clockwise (001)."]),
-    "clock_running_lv1_002": ("Let the clock run.", ["Let the clock run."]),
+    "clock_running_lv1_002": ("Let the clock run.", ["Overall task: Let the clock run."]),
     "sorting_lv1_001": ("Sort the bars.", ["Shortest left.", "Tallest right."]),
 }
 

@@ -30,16 +30,26 @@ def frames_of(received: Received) -> list[tuple[int, float]]:
     return [(int(m[1]), float(m[2])) for t in received.texts if (m := FRAME.fullmatch(t))]
 
 
+CHECKLIST = re.compile(r"## Checklist\n(.*?)\n\n", re.S)
+
+
+def checklist_length(received: Received) -> int:
+    """K, the number of checklist items a verdict request lists."""
+    listed = CHECKLIST.search(received.texts[0])[1]
+    return len(re.findall(r"^\d+\. ", listed, re.M))
+
+
 class Judge:
     """A scripted judge: tier and violation counts to give, frames to nominate in round 1.
 
     `violations` is repeated or cut to the checklist length K the verdict call asks for.
 
     `bad_polish` lists faulty verdicts to give first, in order: `short` (the last entry
-    missing), `repeated` (index 1 every time) or `unparsable` (an index outside 1..K, which
-    the schema rejects). `loose`: like a real VLM that cites loosely, every window reply
-    leaves the window's first frame without a comment and cites one frame not shown (the
-    one after its last). `nominate` may be `"all"`: every frame shown.
+    missing), `repeated` (index 1 every time), `unparsable` (an index outside 1..K),
+    `negative` (item 1 counts -2), or any other value: given as the reply as it is (a
+    dict, or a str sent as the reply text). `loose`: like a real VLM that cites loosely,
+    every window reply leaves the window's first frame without a comment and cites one
+    frame not shown (the one after its last). `nominate` may be `"all"`: every frame shown.
     """
 
     def __init__(self, tier, violations, nominate=(), bad_polish=(), loose=False):
@@ -59,8 +69,7 @@ class Judge:
                 "evaluations": [{"frame_indices": cited, "comment": f"scripted {what} of {seen}"}],
                 "frames_to_inspect_closely": nominate if what == "window1" else [],
             }
-        item = received.schema["properties"]["checklist"]["items"]
-        k = item["properties"]["index"]["maximum"]
+        k = checklist_length(received)
         counts = (list(self.violations) * k)[:k]
         items = [
             {"index": n, "n_violations": x, "evidence": "scripted"} for n, x in enumerate(counts, 1)
@@ -72,6 +81,10 @@ class Judge:
             items = [items[0]] * len(items)
         elif fault == "unparsable":
             items[0] = {**items[0], "index": k + 1}
+        elif fault == "negative":
+            items[0] = {**items[0], "n_violations": -2}
+        elif fault is not None:
+            return fault
         return {"by_range": [], "checklist": items, "overall_reasoning": "scripted"}
 
 

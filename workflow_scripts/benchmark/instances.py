@@ -101,6 +101,10 @@ def _list_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
+def _file(path: Path) -> Path | None:
+    return path if path.is_file() else None
+
+
 def _read_text(path: Path, what: str, problems: list[Problem]) -> str | None:
     """The stripped UTF-8 text of ``path``, or None after recording why not."""
     if not path.is_file():
@@ -220,7 +224,8 @@ def _load_task(
         inputs = {path.name: path for path in files}
         raw = {path.name: path for path in _list_files(task_dir / "_raw" / f"lv{level}")}
         for instance, id_, image in _find_instances(task, level, folder, files, problems):
-            gt_image, desc = _gt_image(instance, inputs, raw), raw.get(f"{instance}_gt_desc.json")
+            gt_image, name = _gt_image(instance, inputs, raw), f"{instance}_gt_desc.json"
+            desc = raw.get(name) or _file(task_dir / "_raw" / name)
             instances.append((level, instance, id_, image, gt_image, desc))
 
     spec = task_dir / "judge_spec"
@@ -254,8 +259,6 @@ def _load_task(
         problems.extend(f"{instance}: {what} ({path})" for what, path in own)
         if task_problems or own:
             continue
-        answer = entry.get("answer")
-        answer = answer is not None and f"Reference answer: {rubric.as_text(answer)}"
         domain, skills = taxonomy[task]
         goal, checklist = parsed
         rows.append(
@@ -273,7 +276,9 @@ def _load_task(
                 "checklist": checklist,
                 "tier_standard": standard,
                 "gt_image": str(gt_image) if gt_image else None,
-                "gt_text": "\n\n".join(t for t in (task_desc, own_desc, answer) if t) or None,
+                # an entry's `answer` is not shown: the official judge shows it only where
+                # the entry has no rubric list (refused above)
+                "gt_text": "\n\n".join(t for t in (task_desc, own_desc) if t) or None,
             }
         )
     return rows

@@ -1,10 +1,13 @@
-"""Rubric files and reference texts in every shape the official VGI-Bench judge reads.
+r"""Rubric files and reference texts in every shape the official VGI-Bench judge reads.
 
 A rubric file is a list of ``{"id", "rubric": [str, ...], "answer"?}`` objects, an object
 keyed by id with such values, or one task-wide ``{"rubric"?, "answer"?}``. An instance
-takes the first entry under `lookup_keys`, else the file's only entry. ``rubric[0]`` is
-the goal (a leading "Overall task:" removed), ``rubric[1:]`` the checklist; a one-item
-rubric is its own single checklist item.
+takes the first entry under `lookup_keys`, else the file's only entry. Blank items are
+dropped; ``rubric[0]`` is the goal (a leading "Overall task:" removed, as the official
+judge matches it: ``overall\s*task\s*[:：-]+``), ``rubric[1:]`` the checklist; a one-item
+rubric is its own single checklist item, its text as it is. An entry without a rubric
+list (or only blank items) is a problem here: the official judge would show its `answer`
+or the video prompt instead and score its rubric 0.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-OVERALL = re.compile(r"^\s*overall\s+task\s*:\s*", re.IGNORECASE)
+OVERALL = re.compile(r"^\s*overall\s*task\s*[:：-]+\s*", re.IGNORECASE)
 
 
 def read_json(path: Path) -> object:
@@ -51,11 +54,11 @@ def goal_and_checklist(entry: dict) -> tuple[str, tuple[str, ...]] | str:
     rubric = entry.get("rubric") or []  # an entry with only an `answer` has none
     if not isinstance(rubric, list) or not all(isinstance(item, str) for item in rubric):
         return "rubric is not a list of strings"
-    items = [item.strip() for item in rubric]
-    if not items or not all(items):
-        return "empty rubric (or a blank item)"
+    items = [item.strip() for item in rubric if item.strip()]
+    if not items:
+        return "empty rubric (no rubric list, or only blank items)"
     goal = OVERALL.sub("", items[0]) or items[0]
-    return goal, tuple(items[1:]) or (goal,)
+    return goal, tuple(items[1:]) or (items[0],)
 
 
 def as_text(value: object) -> str:

@@ -16,11 +16,12 @@ BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "I
 
 
 class JudgeCallError(Exception):
-    """A call that failed for good; `reason` says what finally failed."""
+    """A call that failed for good; `reason` says what finally failed, `attempts` how many
+    requests it sent and `usage` the tokens their replies reported (set by the client)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, attempts: int = 1, usage: dict | None = None):
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.attempts, self.usage = reason, attempts, usage or {}
 
 
 class ServiceError(Exception):

@@ -30,6 +30,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -96,12 +97,32 @@ class Part:
 
 @dataclass(frozen=True)
 class Request:
-    """One judge call: `kind` names it (and its cache folder), `schema` its reply."""
+    """One judge call: `kind` names it (and its cache folder), `schema` its reply;
+    `list_key`: a bare JSON array in reply is taken as that field of the object."""
 
     kind: str
     parts: tuple[Part, ...]
     schema: dict
     system: str | None = None
+    list_key: str | None = None
+
+
+def loads_reply(text: str, list_key: str | None = None):
+    """A reply's JSON as the official judge reads it: the whole text, else the first
+    `{...}` or `[...]` span in it that parses (fences, prose around it); a bare array is
+    `{list_key: array}` where the request names one. Raises Fault when nothing parses."""
+    candidates = [text]
+    spans = [re.search(p, text) for p in (r"\{[\s\S]*\}", r"\[[\s\S]*\]")]
+    candidates += [m[0] for m in sorted(filter(None, spans), key=lambda m: m.start())]
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(data, list) and list_key:
+            return {list_key: data}
+        return data
+    raise Fault("reply is not valid JSON")
 
 
 @dataclass
@@ -292,10 +313,7 @@ class VLMClient:
                 text, spent, version = await self._send(request)
                 for key in USAGE_KEYS:
                     usage[key] += spent[key]
-                try:
-                    data = json.loads(text)
-                except ValueError as error:
-                    raise Fault("reply is not valid JSON") from error
+                data = loads_reply(text, request.list_key)
                 _check(data, request.schema, validate)
                 return data
             except Fault as fault:
@@ -319,7 +337,7 @@ class VLMClient:
             if getattr(error, "service", False):
                 raise self._service_failed(reason) from None
             log.warning("judge %s: failed: %s", request.kind, reason)
-            raise JudgeCallError(reason) from None
+            raise JudgeCallError(reason, attempts, dict(usage)) from None
         return Reply(data, usage, cached=False, attempts=attempts, model_version=version)
 
     def _wait(self, state: tenacity.RetryCallState) -> float:

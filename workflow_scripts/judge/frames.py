@@ -1,5 +1,12 @@
 """Frames and images for the judge, decoded and JPEG-encoded in memory.
 
+Two sampling rules (`judge.protocol.frames`). `official`, the benchmark's own sampler:
+the judge asks for times (`sample_times`) and reads, for each, the frame at or after it
+(the time written to the millisecond, as the official judge hands it to `ffmpeg -ss`);
+a time past the last frame reads nothing and is skipped, which at 25/30 fps can leave
+the clip's last frame out. `nearest`: the nearest frame to each time, the last sample
+moved onto the last frame so that it is always shown.
+
 A video is opened once and the sampled frames are read in one batched `get_batch`
 (the official judge runs one `ffmpeg -ss` process per frame). Images are shrunk with
 LANCZOS so that their long side is `long_side` and never enlarged: upscaling adds
@@ -24,6 +31,7 @@ class Frame:
     index: int
     time: float
     jpeg: bytes
+    asked: float | None = None  # the sample time it was read for (the official rule)
 
 
 def to_jpeg(image: Image.Image, long_side: int, quality: int = 88) -> bytes:
@@ -49,16 +57,59 @@ def video_duration(video: str | Path) -> float:
     return len(reader) / reader.get_avg_fps()
 
 
+def sample_times(
+    count: int, rate: float, fps: float, start: float = 0.0, end: float | None = None
+) -> list[float]:
+    """The times the official sampler asks for in a clip of `count` frames at `rate` fps.
+
+    The whole clip (no `end`): t_k = k / fps for k <= round(duration x fps), each at most
+    duration - 1 / rate (repeats dropped), duration = count / rate. An interval: its ends
+    clipped to [0, duration - 1 / rate], then start, start + 1/fps, ... short of the end,
+    and the end itself (none if the clipped interval is empty).
+    """
+    duration = count / rate
+    latest = max(0.0, duration - 1 / rate)
+    if end is None:
+        times = [min(latest, k / fps) for k in range(round(duration * fps) + 1)]
+    else:
+        start, end = (max(0.0, min(t, latest)) for t in (start, end))
+        if end <= start:
+            return []
+        steps = math.ceil((end - start) * fps - 1e-6)
+        times = [*(start + k / fps for k in range(steps) if start + k / fps < end - 1e-6), end]
+    return list(dict.fromkeys(round(t, 6) for t in times))
+
+
+def frame_at(time: float, count: int, rate: float) -> int | None:
+    """The frame at or after `time` written to the millisecond (what `ffmpeg -ss` reads);
+    None past the last frame."""
+    index = math.ceil(float(f"{max(0.0, time):.3f}") * rate - 1e-6)
+    return index if index < count else None
+
+
+def official_samples(
+    count: int, rate: float, fps: float, start: float = 0.0, end: float | None = None
+) -> list[tuple[int, float]]:
+    """(frame, time asked) of the official sampler; a frame read twice is shown once."""
+    read = {}
+    for t in sample_times(count, rate, fps, start, end):
+        index = frame_at(t, count, rate)
+        if index is not None:
+            read.setdefault(index, t)
+    return list(read.items())
+
+
 def frame_indices(
     count: int, rate: float, fps: float, start: float = 0.0, end: float | None = None
 ) -> list[int]:
-    """The frames sampled at `fps` from a clip of `count` frames at `rate` fps.
+    """The frames sampled at `fps` from a clip of `count` frames at `rate` fps, by the
+    `nearest` rule.
 
-    The whole clip (no `end`), as the official sampler: t_k = k / fps for k < n,
-    n = round(duration x fps) + 1, the last time set to duration - 1 / rate (the last
-    frame is always in), duration = count / rate. An interval: times start,
-    start + 1/fps, ... <= end (clipped to the clip). A time t maps to frame
-    round(t x rate) (halves up), clipped to the clip; repeats are dropped.
+    The whole clip (no `end`): t_k = k / fps for k < n, n = round(duration x fps) + 1,
+    the last time set to duration - 1 / rate (the last frame is always in), duration =
+    count / rate. An interval: times start, start + 1/fps, ... <= end (clipped to the
+    clip). A time t maps to frame round(t x rate) (halves up), clipped to the clip;
+    repeats are dropped.
     """
     duration = count / rate
     start = max(0.0, start)
@@ -80,17 +131,23 @@ def sample_frames(
     start: float = 0.0,
     end: float | None = None,
     long_side: int = 512,
+    rule: str = "nearest",
 ) -> list[Frame]:
-    """The frames of `frame_indices` (None `end`: the whole clip); a frame's time is
-    index / video fps."""
+    """The frames `rule` samples (`official_samples` or `frame_indices`; None `end`: the
+    whole clip); a frame's time is index / video fps, `asked` the time sampled."""
     reader = decord.VideoReader(str(video))
     rate, count = reader.get_avg_fps(), len(reader)
-    try:
-        indices = frame_indices(count, rate, fps, start, end)
-    except ValueError as err:
-        raise ValueError(f"{video}: {err}") from None
-    batch = reader.get_batch(indices).asnumpy()
+    if rule == "official":
+        samples = official_samples(count, rate, fps, start, end)
+    else:
+        try:
+            samples = [(i, None) for i in frame_indices(count, rate, fps, start, end)]
+        except ValueError as err:
+            raise ValueError(f"{video}: {err}") from None
+    if not samples:
+        return []
+    batch = reader.get_batch([index for index, _ in samples]).asnumpy()
     return [
-        Frame(index, index / rate, to_jpeg(Image.fromarray(pixels), long_side))
-        for index, pixels in zip(indices, batch, strict=True)
+        Frame(index, index / rate, to_jpeg(Image.fromarray(pixels), long_side), asked)
+        for (index, asked), pixels in zip(samples, batch, strict=True)
     ]

@@ -5,21 +5,30 @@ With `Protocol`'s defaults: completeness sends the whole clip at 2 fps in one ca
 at 4 fps into windows of 10 frames, consecutive windows sharing one frame (window k
 holds sampled frames [9k, 9k + 10); the last window is shorter but keeps at least 2
 frames, since a lone frame is already the previous window's last); round 2 re-samples
-at 8 fps the intervals of +-0.5 s around every frame round 1 nominated (merged where
-they overlap, clipped to the clip), windowed the same way per interval.
+at 8 fps the intervals of +-0.5 s around every frame round 1 nominated (centred on the
+time that frame was sampled for, merged where they overlap, clipped to the clip),
+windowed the same way per interval. `sampling: even` runs round 1 only, at `even_fps`;
+`batching: all_at_once` makes round 1 one call over all its frames and round 2 one call
+per interval. Frames are sampled by `frames.sample_frames` under `protocol.frames`.
 
 Replies are taken as the official judge takes them (`take_window`, `take_verdict`): a
-cited or nominated index not among the window's frames is dropped, frames without a
-comment are accepted, a window keeps at most ceil(n / 2) nominations of its n frames,
-each adjustment counted; round-2 nominations are recorded, not followed. Only a reply
-that does not match its schema is retried (by the client). One text-only call then
-turns all comments into de-duplicated violation counts x_i per checklist item; an item
-the verdict leaves out is asked once more, then counted x_i = 1 and listed as imputed.
-rubric = mean_i 1 / (x_i + 1), final = completeness x rubric, strict success = tier 2
-and every x_i = 0. The words are the templates of `judge.templates`.
+cited or nominated index not among the window's frames is dropped, a comment left citing
+no shown frame (or empty) is dropped from the verdict's input, frames without a comment
+are accepted, a window keeps at most ceil(n / 2) nominations of its n frames; round-2
+nominations are recorded, not followed. One text-only call then turns all comments into
+de-duplicated violation counts x_i per checklist item. The `official` verdict rule: an
+item left out counts x_i = 1, a repeated item keeps its last entry, an index outside
+1..K is ignored, a negative count is 0, and a verdict that stays unusable counts every
+item 1 (flagged). The `strict` rule asks once more for items left out (then counts them
+1), keeps the first of repeats, and has bounds enforced by the schema (asked again).
+Every adjustment is counted in the documents. rubric = mean_i 1 / (x_i + 1) (0 without a
+checklist, as the official judge), final = completeness x rubric, strict success = tier
+2 and every x_i = 0.
 
-A judge call that fails after the client's retries makes the instance `error` with a
-reason, never a score; the documents hold whatever was judged before.
+Failed calls (`failures`), after the client's retries: `official`, as the benchmark's
+judge: a failed completeness call leaves completeness and final empty but keeps the
+rubric; a failed window is flagged, listed without comments, and the instance still
+scored (strict success unknown). `strict`: any failed call makes the instance `error`.
 """
 
 from __future__ import annotations
@@ -29,9 +38,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import decord
+
 from workflow_scripts.judge import prompts, schemas
 from workflow_scripts.judge.client import JudgeCallError, Request, VLMClient
-from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
+from workflow_scripts.judge.frames import Frame, encode_image, sample_frames
 from workflow_scripts.judge.settings import JUDGE_CALLS, Protocol
 from workflow_scripts.judge.templates import load_templates
 
@@ -43,11 +54,12 @@ def windows(frames: Sequence[Frame], size: int, overlap: int) -> list[list[Frame
 
 
 def intervals(times: Sequence[float], radius: float, end: float) -> list[tuple[float, float]]:
-    """[t - radius, t + radius] around each time, clipped to [0, end], overlaps merged."""
+    """[t - radius, t + radius] around each time, clipped to [0, end], overlaps merged
+    (and intervals less than 1 ms apart, as the official judge)."""
     merged: list[tuple[float, float]] = []
     for t in sorted(times):
         start, stop = max(t - radius, 0.0), min(t + radius, end)
-        if merged and start <= merged[-1][1]:
+        if merged and start <= merged[-1][1] + 1e-3:
             merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
         else:
             merged.append((start, stop))
@@ -57,34 +69,42 @@ def intervals(times: Sequence[float], radius: float, end: float) -> list[tuple[f
 SCORE_KEYS = ("tier", "completeness", "violations", "rubric", "final", "strict_success")
 
 
-def scores(tier: int, violations: Sequence[int]) -> dict:
-    """Completeness, rubric, final and strict success of a tier and violation counts."""
-    completeness = tier / 2
-    rubric = sum(1 / (x + 1) for x in violations) / len(violations)
+def scores(tier: int | None, violations: Sequence[int]) -> dict:
+    """Completeness, rubric, final and strict success of a tier and violation counts.
+
+    No checklist: rubric 0, as the official judge. No tier (a failed completeness call):
+    completeness and final empty, strict success decided by the rubric alone (as the
+    official judge decides it then)."""
+    rubric = sum(1 / (x + 1) for x in violations) / len(violations) if violations else 0.0
+    perfect = bool(violations) and not any(violations)
+    completeness = None if tier is None else tier / 2
     return {
         "tier": tier,
         "completeness": completeness,
         "violations": list(violations),
         "rubric": rubric,
-        "final": completeness * rubric,
-        "strict_success": tier == 2 and not any(violations),
+        "final": None if tier is None else completeness * rubric,
+        "strict_success": perfect if tier is None else tier == 2 and perfect,
     }
 
 
 def take_window(data: dict, shown: Sequence[int]) -> dict:
     """A window reply taken as the official judge takes it, with what was adjusted.
 
-    Cited indices not shown are dropped (`dropped_citations`); frames no evaluation
-    covers are accepted (`uncovered`); of the nominations, shown frames are kept in reply
-    order, distinct, up to ceil(n / 2) for n frames shown (`nominated`), those not shown
-    are dropped citations and those over the cap `dropped_nominations`.
+    Cited indices not shown are dropped (`dropped_citations`); a comment that is blank, or
+    cites no shown frame, is left out of the verdict's input (`dropped_comments`); frames
+    no evaluation covers are accepted (`uncovered`); of the nominations, shown frames are
+    kept in reply order, distinct, up to ceil(n / 2) for n frames shown (`nominated`),
+    those not shown are dropped citations and those over the cap `dropped_nominations`.
     """
     visible, dropped = set(shown), []
-    evaluations = []
+    evaluations, silent = [], []
     for evaluation in data["evaluations"]:
         cited = evaluation["frame_indices"]
         dropped += [i for i in cited if i not in visible]
-        evaluations.append({**evaluation, "frame_indices": [i for i in cited if i in visible]})
+        kept = sorted({i for i in cited if i in visible})
+        taken = {**evaluation, "frame_indices": kept, "comment": evaluation["comment"].strip()}
+        (evaluations if kept and taken["comment"] else silent).append(taken)
     covered = {i for evaluation in evaluations for i in evaluation["frame_indices"]}
     nominations = list(dict.fromkeys(data["frames_to_inspect_closely"]))
     dropped += [i for i in nominations if i not in visible]
@@ -93,6 +113,7 @@ def take_window(data: dict, shown: Sequence[int]) -> dict:
     return {
         **data,
         "evaluations": evaluations,
+        "dropped_comments": silent,
         "nominated": sorted(valid[:cap]),
         "dropped_citations": dropped,
         "dropped_nominations": valid[cap:],
@@ -100,14 +121,48 @@ def take_window(data: dict, shown: Sequence[int]) -> dict:
     }
 
 
-def take_verdict(data: dict, k: int) -> tuple[list[dict], list[int]]:
-    """The verdict's checklist entries by index 1..k (the first of repeats) and the
-    indices it left out."""
+def take_verdict(data: dict, k: int, rule: str = "official") -> dict:
+    """The verdict's counts x_1..x_k and what was adjusted to get them.
+
+    `official`: entries with an index outside 1..k are ignored (`ignored_items`), of
+    repeated indices the last entry counts (`repeated_items`), a negative count is 0
+    (`clamped_items`), an item without an entry counts 1 (`imputed_items`). `strict`: the
+    first of repeated entries counts (the schema has kept indices and counts in bounds).
+    """
     entries: dict[int, dict] = {}
-    for item in data["checklist"]:
-        entries.setdefault(item["index"], item)
-    missing = [n for n in range(1, k + 1) if n not in entries]
-    return [entries[n] for n in sorted(entries)], missing
+    ignored, repeated, clamped = [], [], []
+    for item in data.get("checklist") or []:
+        index = item.get("index")
+        if not isinstance(index, int) or not 1 <= index <= k:
+            ignored.append(index)
+            continue
+        if index in entries:
+            repeated.append(index)
+            if rule == "strict":
+                continue
+        entries[index] = item
+    checklist = []
+    for n in range(1, k + 1):
+        entry = entries.get(n)
+        if entry is None:
+            checklist.append({"index": n, "n_violations": 1, "evidence": "imputed"})
+            continue
+        count = entry.get("n_violations")
+        count = count if isinstance(count, int) else 1
+        if count < 0:
+            clamped.append(n)
+        checklist.append({**entry, "n_violations": max(0, count)})
+    return {
+        "checklist": checklist,
+        "violations": [entry["n_violations"] for entry in checklist],
+        "imputed_items": [n for n in range(1, k + 1) if n not in entries],
+        "repeated_items": sorted(set(repeated)),
+        "ignored_items": ignored,
+        "clamped_items": clamped,
+    }
+
+
+ADJUSTMENTS = ("imputed_items", "repeated_items", "ignored_items", "clamped_items")
 
 
 def _span(frames: Sequence[Frame]) -> dict:
@@ -125,32 +180,44 @@ class _Judgement:
         self.tokens: Counter = Counter()
         self.versions: set[str] = set()
         self.errors: dict[str, list[str]] = {"completeness": [], "rubric": []}
+        self.flags: list[str] = []  # failed calls the official rules score around
         self.completeness: dict = {"fps": protocol.completeness_fps}
         self.rubric: dict = {"windows": [], "round2_intervals": [], "polish": None}
 
-    async def ask(self, doc: str, what: str, request: Request) -> dict:
-        """One call; a failure is recorded against document `doc` and raised again."""
+    async def ask(self, what: str, request: Request) -> dict:
+        """One call; every attempt it sent and every reply's tokens are counted."""
         try:
             reply = await self.client.ask(request)
         except JudgeCallError as err:
-            self.counts["calls"] += 1
-            self.errors[doc].append(f"{what}: {err.reason}")
+            self.counts["calls"] += err.attempts
+            self.tokens.update(err.usage)
             raise
-        self.counts["cached_calls" if reply.cached else "calls"] += 1
+        if reply.cached:
+            self.counts["cached_calls"] += 1
+        else:
+            self.counts["calls"] += reply.attempts
         self.tokens.update(reply.usage)
         if reply.model_version:
             self.versions.add(reply.model_version)
         return reply.data
 
-    def request(self, kind: str, parts: tuple, schema: dict, system: str) -> Request:
-        return Request(kind, parts, schema, self.templates[system])
+    def failed(self, doc: str, what: str, err: JudgeCallError, official: bool) -> None:
+        """A failed call: flagged where the official rule scores around it, else an error."""
+        (self.flags if official else self.errors[doc]).append(f"{what}: {err.reason}")
+
+    def request(self, kind: str, parts: tuple, schema: dict, system: str, **more) -> Request:
+        return Request(kind, parts, schema, self.templates[system], **more)
 
     async def sample(self, fps: float, start: float = 0.0, end: float | None = None):
-        long_side = self.p.frame_long_side
-        return await asyncio.to_thread(sample_frames, self.video, fps, start, end, long_side)
+        p = self.p
+        return await asyncio.to_thread(
+            sample_frames, self.video, fps, start, end, p.frame_long_side, p.frames
+        )
 
-    async def references(self) -> tuple:
-        """The input image and ground truth parts every frame call shows."""
+    async def references(self) -> dict[str, tuple]:
+        """The input image and ground truth parts of each kind of frame call: completeness
+        is shown every ground truth the instance has, the rubric windows only those the
+        routing gives the task."""
 
         def encode(path):
             return path and encode_image(path, self.p.image_long_side)
@@ -159,29 +226,54 @@ class _Judgement:
             asyncio.to_thread(encode, self.instance["image"]),
             asyncio.to_thread(encode, self.instance.get("gt_image")),
         )
-        return prompts.references(image, gt_image, self.instance.get("gt_text"))
+        gt_text, routing, task = self.instance.get("gt_text"), self.p.routing, self.instance["task"]
+        window = (
+            gt_image if task in routing["gt_image"] else None,
+            gt_text if task in routing["gt_text"] else None,
+        )
+        return {
+            "completeness": prompts.references(image, gt_image, gt_text),
+            "window": prompts.references(image, *window),
+        }
 
-    async def judge_completeness(self, refs: tuple) -> None:
+    async def judge_completeness(self, refs: dict) -> None:
         fps = self.p.completeness_fps
         frames = await self.sample(fps)
         self.completeness.update(_span(frames))
+        refs = refs["completeness"]
         parts = prompts.completeness(self.templates, refs, frames, self.instance, fps)
         request = self.request("completeness", parts, schemas.COMPLETENESS, SYSTEM["completeness"])
-        self.completeness.update(await self.ask("completeness", "completeness", request))
+        try:
+            self.completeness.update(await self.ask("completeness", request))
+        except JudgeCallError as err:
+            self.completeness["error"] = err.reason
+            self.failed("completeness", "completeness", err, self.p.failures == "official")
 
-    async def judge_window(self, refs: tuple, doc: dict, frames: list[Frame], place, sampling):
+    async def judge_window(self, refs: dict, doc: dict, frames: list[Frame], place, sampling):
         """One window call; its comments, kept nominations and adjustments go into `doc`."""
+        refs = refs["window"]
         parts = prompts.window(self.templates, refs, frames, self.instance, place, sampling)
         request = self.request("window", parts, schemas.WINDOW, SYSTEM["window"])
         what = f"rubric round {doc['round']} window {doc['window'] + 1}"
         try:
-            data = await self.ask("rubric", what, request)
+            data = await self.ask(what, request)
         except JudgeCallError as err:
-            doc["error"] = err.reason
-            raise
+            doc.update(error=err.reason, evaluations=[], nominated=[])
+            self.failed("rubric", what, err, self.p.failures == "official")
+            if self.p.failures != "official":
+                raise
+            return
         doc.update(take_window(data, doc["frames"]))
 
-    async def judge_round(self, refs: tuple, round_: int, chunks, sampling: str) -> list[dict]:
+    def chunks(self, frames: list[Frame]) -> list[list[Frame]]:
+        """A pass's frames as its calls see them: windows, or all at once."""
+        if not frames:
+            return []
+        if self.p.batching == "all_at_once":
+            return [frames]
+        return windows(frames, self.p.window, self.p.overlap)
+
+    async def judge_round(self, refs: dict, round_: int, chunks, sampling: str) -> list[dict]:
         """The window calls of one round, run together; returns their documents."""
         docs = [{"round": round_, "window": k, **_span(c)} for k, c in enumerate(chunks)]
         self.rubric["windows"] += docs
@@ -198,53 +290,69 @@ class _Judgement:
                 raise result
         return docs
 
-    async def judge_verdict(self, windows: list[dict]) -> None:
-        """The verdict; a reply leaving out items is asked once more, then they count 1."""
-        p, k = self.p, len(self.checklist)
+    async def judge_verdict(self, windows: list[dict], rounds: str) -> None:
+        """The verdict (`verdict` rule: module docstring)."""
+        k, strict = len(self.checklist), self.p.verdict == "strict"
+        parts = prompts.verdict(self.templates, self.instance, windows, rounds)
+        schema = schemas.polish(k, strict)
+        request = self.request("polish", parts, schema, SYSTEM["verdict"], list_key="checklist")
+        try:
+            verdict = await self.ask("rubric verdict", request)
+            taken = take_verdict(verdict, k, self.p.verdict)
+            if strict and taken["imputed_items"]:
+                retry = (*parts, prompts.verdict_retry(self.templates, taken["imputed_items"], k))
+                request = self.request("polish", retry, schema, SYSTEM["verdict"])
+                verdict = await self.ask("rubric verdict (asked again)", request)
+                taken = take_verdict(verdict, k, self.p.verdict)
+        except JudgeCallError as err:
+            self.failed("rubric", "rubric verdict", err, not strict)
+            if strict:
+                raise
+            verdict, taken = {"error": err.reason}, take_verdict({}, k)
+        self.rubric["polish"] = {**verdict, **taken}
+        self.rubric["violations"] = taken["violations"]
+
+    async def judge_rubric(self, refs: dict) -> None:
+        p = self.p
+        if not self.checklist:  # the official judge scores no checklist 0, whatever it sees
+            self.rubric["violations"] = []
+            return
+        first_fps = p.even_fps if p.sampling == "even" else p.round1_fps
+        frames = await self.sample(first_fps)
+        sampled = f"sampled at {first_fps:g} fps"
+        first = await self.judge_round(refs, 1, self.chunks(frames), sampled)
+        if p.sampling == "even":
+            rounds = f"One pass saw the whole clip at {first_fps:g} fps."
+            await self.judge_verdict(first, rounds)
+            return
+        official = p.frames == "official"
+        time_of = {f.index: f.asked if official else f.time for f in frames}
+        nominated = [time_of[i] for doc in first for i in doc["nominated"]]
+        count, rate = await asyncio.to_thread(_clip, self.video)
+        end = count / rate - (1 / rate if official else 0.0)
+        spans = intervals(nominated, p.radius, max(0.0, end))
+        self.rubric["round2_intervals"] = [[round(a, 3), round(b, 3)] for a, b in spans]
+        chunks = []
+        for start, stop in spans:
+            chunks += self.chunks(await self.sample(p.round2_fps, start, stop))
+        sampling = f"re-sampled at {p.round2_fps:g} fps around frames nominated in round 1"
+        second = await self.judge_round(refs, 2, chunks, sampling)
         rounds = (
             f"Round 1 saw the whole clip at {p.round1_fps:g} fps; round 2 took a closer look "
             f"at {p.round2_fps:g} fps around the frames round 1 nominated."
         )
-        parts = prompts.verdict(self.templates, self.instance, windows, rounds)
-        schema = schemas.polish(k)
-        request = self.request("polish", parts, schema, SYSTEM["verdict"])
-        verdict = await self.ask("rubric", "rubric verdict", request)
-        entries, missing = take_verdict(verdict, k)
-        if missing:
-            retry = (*parts, prompts.verdict_retry(self.templates, missing, k))
-            request = self.request("polish", retry, schema, SYSTEM["verdict"])
-            verdict = await self.ask("rubric", "rubric verdict (asked again)", request)
-            entries, missing = take_verdict(verdict, k)
-        imputed = {n: {"index": n, "n_violations": 1, "evidence": "imputed"} for n in missing}
-        verdict["checklist"] = sorted([*entries, *imputed.values()], key=lambda e: e["index"])
-        self.rubric["polish"] = {**verdict, "imputed": missing}
-        self.rubric["violations"] = [item["n_violations"] for item in verdict["checklist"]]
-
-    async def judge_rubric(self, refs: tuple) -> None:
-        p = self.p
-        frames = await self.sample(p.round1_fps)
-        chunks = windows(frames, p.window, p.overlap)
-        first = await self.judge_round(refs, 1, chunks, f"sampled at {p.round1_fps:g} fps")
-        time_of = {f.index: f.time for f in frames}
-        nominated = [time_of[i] for doc in first for i in doc["nominated"]]
-        end = await asyncio.to_thread(video_duration, self.video)
-        spans = intervals(nominated, p.radius, end)
-        self.rubric["round2_intervals"] = [[round(a, 3), round(b, 3)] for a, b in spans]
-        chunks = []
-        for start, stop in spans:
-            chunks += windows(await self.sample(p.round2_fps, start, stop), p.window, p.overlap)
-        sampling = f"re-sampled at {p.round2_fps:g} fps around frames nominated in round 1"
-        second = await self.judge_round(refs, 2, chunks, sampling)
-        await self.judge_verdict(first + second)
+        await self.judge_verdict(first + second, rounds)
 
     def documents(self) -> dict:
         """completeness.json, rubric.json and score.json as they stand.
 
-        `calls` counts the calls sent (failed ones included), `cached_calls` the cache
-        hits; `tokens` sums the usage of every reply, cached ones included (the
-        judgement's cost, whoever paid it). The adjustments made to replies are counted:
-        `dropped_citations`, `dropped_nominations`, `uncovered_frames` (over all windows)
-        and `imputed_items` (checklist items counted 1 because the verdict left them out).
+        `calls` counts the requests sent (every attempt, failed ones included),
+        `cached_calls` the cache hits; `tokens` sums the usage of every reply, cached
+        ones included (the judgement's cost, whoever paid it). The adjustments made to
+        replies are counted: `dropped_citations`, `dropped_comments`,
+        `dropped_nominations`, `uncovered_frames` (over all windows) and the verdict's
+        `imputed_items`, `repeated_items`, `ignored_items`, `clamped_items` (module
+        docstring). `flags` lists the failed calls the official rules scored around.
         `model_version` is the version the backend reported for its replies.
         """
 
@@ -252,33 +360,46 @@ class _Judgement:
             return {"status": "error", "reason": "; ".join(errors)} if errors else {"status": "ok"}
 
         errors = self.errors["completeness"] + self.errors["rubric"]
-        if errors:
+        if errors or "violations" not in self.rubric:
             score = dict.fromkeys(SCORE_KEYS)
         else:
-            score = scores(self.completeness["tier"], self.rubric["violations"])
+            score = scores(self.completeness.get("tier"), self.rubric["violations"])
+            if any("error" in doc for doc in self.rubric["windows"]):
+                score["strict_success"] = None  # as the official judge: success unknown
         taken = [doc for doc in self.rubric["windows"] if "uncovered" in doc]
         adjusted = {
             name: sum(len(doc[key]) for doc in taken)
             for name, key in (
                 ("dropped_citations", "dropped_citations"),
+                ("dropped_comments", "dropped_comments"),
                 ("dropped_nominations", "dropped_nominations"),
                 ("uncovered_frames", "uncovered"),
             )
         }
-        polish = self.rubric["polish"]
-        adjusted["imputed_items"] = polish["imputed"] if polish else []
+        polish = self.rubric["polish"] or {}
+        adjusted.update({key: polish.get(key, []) for key in ADJUSTMENTS})
+        completeness_status = status(self.errors["completeness"])
+        if "error" in self.completeness and not self.errors["completeness"]:
+            completeness_status = status([self.completeness["error"]])
         return {
-            "completeness": {**status(self.errors["completeness"]), **self.completeness},
-            "rubric": {**status(self.errors["rubric"]), **self.rubric},
+            "completeness": {**completeness_status, **self.completeness},
+            "rubric": {**status(self.errors["rubric"]), **self.rubric, "flags": self.flags},
             "score": {
                 **status(errors),
                 **score,
                 **adjusted,
+                "flags": self.flags,
                 **self.counts,
                 "tokens": dict(self.tokens),
                 "model_version": ", ".join(sorted(self.versions)) or None,
             },
         }
+
+
+def _clip(video: Path) -> tuple[int, float]:
+    """The frame count and frame rate of `video`."""
+    reader = decord.VideoReader(str(video))
+    return len(reader), reader.get_avg_fps()
 
 
 DEFAULT = Protocol()
@@ -302,7 +423,9 @@ async def judge_video(
     the `image` and `gt_image` paths); `templates` the prompt templates by
     file name (None: the defaults). Returns `{"completeness", "rubric", "score"}`, the
     documents to write. Completeness and the rubric run concurrently, the windows of a
-    round together (the client caps concurrency).
+    round together (the client caps concurrency). A call that fails is an error or is
+    scored around (`protocol.failures`, `protocol.verdict`); a failure of the service
+    (ServiceError) is raised.
     """
     templates = templates or load_templates(None, JUDGE_CALLS)
     judgement = _Judgement(client, instance, video, protocol, templates)
