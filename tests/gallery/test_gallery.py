@@ -312,3 +312,11 @@ def test_rules_build_the_gallery_and_the_official_layout(tmp_path, monkeypatch):
         assert (eval_res / "tiny_wan22" / "sorting" / f"tiny_wan22_{instance}.mp4").samefile(video)
     again = snakemake(tmp_path, config, "gallery", "export_official_all", "-n")
     assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
+
+
+def test_score_text_after_a_failed_completeness_call():
+    from workflow_scripts.gallery.pages import score_text
+
+    failed = {**SCORE, "completeness": None, "final": None, "flags": ["completeness: x"]}
+    assert score_text(failed) == "final n/a (completeness n/a, rubric 0.500)"
+    assert score_text(SCORE) == "final 0.500 (completeness 1.00, rubric 0.500)"

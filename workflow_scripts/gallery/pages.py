@@ -63,9 +63,13 @@ def score_text(score: dict | None) -> str:
     if score["status"] != "ok":
         return f"error: {score.get('reason', 'unknown')}"
     strict = ", strict success" if score["strict_success"] else ""
+
+    def shown(key: str, digits: int) -> str:  # empty after a failed completeness call
+        return "n/a" if score[key] is None else f"{score[key]:.{digits}f}"
+
     return (
-        f"final {score['final']:.3f} (completeness {score['completeness']:.2f}, "
-        f"rubric {score['rubric']:.3f}{strict})"
+        f"final {shown('final', 3)} (completeness {shown('completeness', 2)}, "
+        f"rubric {shown('rubric', 3)}{strict})"
     )
 
 

@@ -151,7 +151,7 @@ def take_verdict(data: dict, k: int, rule: str = "official") -> dict:
         count = count if isinstance(count, int) else 1
         if count < 0:
             clamped.append(n)
-        checklist.append({**entry, "n_violations": max(0, count)})
+        checklist.append({"evidence": "", **entry, "n_violations": max(0, count)})
     return {
         "checklist": checklist,
         "violations": [entry["n_violations"] for entry in checklist],

@@ -34,9 +34,14 @@ def load_routing(routing: str | Path | Mapping | None = None) -> dict[str, list[
     """`{gt_image: [task, ...], gt_text: [task, ...]}` from a mapping, a YAML file, or
     (None) the default file; a key left out routes nothing."""
     where = ROUTING_FILE if routing is None else routing
+    if isinstance(where, (str, Path)):
+        try:
+            with open(where, encoding="utf-8") as f:
+                where = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise ValueError(f"judge.protocol.routing: cannot read {where} ({error})") from None
     if not isinstance(where, Mapping):
-        with open(where, encoding="utf-8") as f:
-            where = yaml.safe_load(f) or {}
+        where = {"(not a mapping)": where}
     unknown = set(where) - set(ROUTING_KEYS)
     lists = {key: where.get(key) or [] for key in ROUTING_KEYS}
     if unknown or not all(
@@ -98,8 +103,7 @@ class Protocol:
                 raise ValueError(
                     f"judge.protocol.{name}: {getattr(self, name)!r} is not one of {choices}"
                 )
-        if not isinstance(self.routing, Mapping) or set(self.routing) != set(ROUTING_KEYS):
-            object.__setattr__(self, "routing", load_routing(self.routing))
+        object.__setattr__(self, "routing", load_routing(self.routing))
 
 
 def judge_params(judge_config: Mapping, calls=JUDGE_CALLS) -> str:

@@ -6,7 +6,7 @@ Templates use `string.Template` placeholders (`$name` or `${name}`; `$$` is a li
     completeness.txt   $task $level $instance $standard $fps $references $frames
     window.txt         $task $goal $checklist $batch $cap $round $references $frames
     verdict.txt        $task $goal $checklist $k $rounds $windows
-    verdict_retry.txt  $missing $k   (appended when a verdict left out checklist items)
+    verdict_retry.txt  $missing $k   (verdict: strict; appended when a verdict left out items)
     transition.txt     $task $goal $checklist $earlier $later $references $frames
     *_system.txt       none
 
