@@ -291,3 +291,14 @@ def test_bundled_examples_load():
     assert table.task.nunique() == 4
     assert table.groupby("domain").task.nunique().eq(1).all() and table.domain.nunique() == 4
     assert set(select_subset(table, "half", seed=0).groupby(["task", "level"]).size()) == {1}
+
+
+def test_an_entry_without_a_rubric_list_falls_back_as_the_official_judge(tmp_path, meta):
+    """Its `answer`, else the video prompt, is the goal; no checklist (the judge scores 0)."""
+    root = tmp_path / "bench"
+    rubrics = '[{"id": "maze_lv1_001", "answer": {"exit": "down"}}, {"id": "maze_lv1_002"}]'
+    make_task(root, "maze", {1: ["001", "002"]}, rubric=rubrics)
+    table = load_instances(root, *meta, tasks=["maze"], levels=[1])
+    assert table.loc["maze_lv1_001", "goal"] == 'Reference answer: {"exit":"down"}'
+    assert table.loc["maze_lv1_002", "goal"] == "Video prompt: Solve it."
+    assert list(table["checklist"].map(len)) == [0, 0] and table["gt_text"].isna().all()

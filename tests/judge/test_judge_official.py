@@ -340,7 +340,9 @@ def test_rule11_rubric_parsing():
         ("Overall task: Sort them",),
     )
     assert rubric.goal_and_checklist({"rubric": ["Goal", " ", "Item", ""]}) == ("Goal", ("Item",))
-    assert rubric.goal_and_checklist({"answer": "7:45"}).startswith("empty rubric")
+    assert rubric.goal_and_checklist({"answer": "7:45"}, "Move.") == ("Reference answer: 7:45", ())
+    assert rubric.goal_and_checklist({}, "Move the car.") == ("Video prompt: Move the car.", ())
+    assert rubric.goal_and_checklist({"rubric": [" "]}).startswith("empty rubric")
     assert scores(2, []) == {**scores(2, []), "rubric": 0.0, "final": 0.0, "strict_success": False}
 
 
@@ -404,3 +406,14 @@ def test_rule11_instance_description_at_the_raw_root(tmp_path):
     table = load_instances(root, *META, tasks=["clock_running"], levels=[1])
     own = json.loads((raw / "clock_running_lv1_001_gt_desc.json").read_text())
     assert table.loc["clock_running_lv1_001", "gt_text"].endswith(rubric.as_text(own))
+
+
+@pytest.mark.parametrize(("verdict", "status"), [("official", "ok"), ("strict", "error")])
+def test_rule11_an_entry_without_a_rubric_list_scores_rubric_0(run, rows, video, verdict, status):  # noqa: F811
+    row = {**rows["sorting"], "goal": "Reference answer: ABC", "checklist": ()}
+    documents, requests = run(Judge(2, [0]), row, video, verdict=verdict)
+    assert [kind(r) for r in requests] == ["completeness"]  # no window or verdict call
+    score = documents["score"]
+    assert score["status"] == status
+    if status == "ok":
+        assert (score["rubric"], score["final"], score["strict_success"]) == (0.0, 0.0, False)

@@ -250,7 +250,7 @@ def _load_task(
             _image_size(gt_image, "reference image", own, check)
         own_desc = _read_reference([desc] if desc else [], own)
         entry = rubric.select(entries, task, level, id_) if entries is not None else None
-        parsed = rubric.goal_and_checklist(entry) if entry is not None else None
+        parsed = rubric.goal_and_checklist(entry, prompt) if entry is not None else None
         if entries is not None and entry is None:
             keys = ", ".join(rubric.lookup_keys(task, level, id_))
             own.append((f"no rubric entry (looked up {keys})", rubric_path))
@@ -277,7 +277,7 @@ def _load_task(
                 "tier_standard": standard,
                 "gt_image": str(gt_image) if gt_image else None,
                 # an entry's `answer` is not shown: the official judge shows it only where
-                # the entry has no rubric list (refused above)
+                # the entry has no rubric list (then it is the goal, `rubric.goal_and_checklist`)
                 "gt_text": "\n\n".join(t for t in (task_desc, own_desc) if t) or None,
             }
         )

@@ -5,9 +5,10 @@ keyed by id with such values, or one task-wide ``{"rubric"?, "answer"?}``. An in
 takes the first entry under `lookup_keys`, else the file's only entry. Blank items are
 dropped; ``rubric[0]`` is the goal (a leading "Overall task:" removed, as the official
 judge matches it: ``overall\s*task\s*[:：-]+``), ``rubric[1:]`` the checklist; a one-item
-rubric is its own single checklist item, its text as it is. An entry without a rubric
-list (or only blank items) is a problem here: the official judge would show its `answer`
-or the video prompt instead and score its rubric 0.
+rubric is its own single checklist item, its text as it is. An entry without a
+``rubric`` key falls back to its `answer`, else the video prompt, with no checklist (the
+official judge then scores the rubric 0); a ``rubric`` that is empty, only blank, or not
+a list of strings is a problem here (the official judge would score it 0 too).
 """
 
 from __future__ import annotations
@@ -49,14 +50,24 @@ def select(found: dict[str, dict], task: str, level: int, id_: str) -> dict | No
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def goal_and_checklist(entry: dict) -> tuple[str, tuple[str, ...]] | str:
-    """``(goal, checklist)`` of an entry, or what is wrong with its rubric."""
-    rubric = entry.get("rubric") or []  # an entry with only an `answer` has none
+def goal_and_checklist(entry: dict, prompt: str | None = None) -> tuple[str, tuple[str, ...]] | str:
+    """``(goal, checklist)`` of an entry, or what is wrong with its rubric.
+
+    An entry without a ``rubric`` key falls back as the official judge's does: its goal is
+    ``Reference answer: ...`` (where it has an `answer`), else the video prompt, and its
+    checklist is empty (the judge then scores its rubric 0).
+    """
+    if "rubric" not in entry:
+        if "answer" in entry:
+            return f"Reference answer: {as_text(entry['answer'])}", ()
+        if prompt:
+            return f"Video prompt: {prompt}", ()
+    rubric = entry.get("rubric")
     if not isinstance(rubric, list) or not all(isinstance(item, str) for item in rubric):
         return "rubric is not a list of strings"
     items = [item.strip() for item in rubric if item.strip()]
     if not items:
-        return "empty rubric (no rubric list, or only blank items)"
+        return "empty rubric (only blank items)"
     goal = OVERALL.sub("", items[0]) or items[0]
     return goal, tuple(items[1:]) or (items[0],)
 

@@ -315,6 +315,8 @@ class _Judgement:
     async def judge_rubric(self, refs: dict) -> None:
         p = self.p
         if not self.checklist:  # the official judge scores no checklist 0, whatever it sees
+            if p.verdict == "strict":
+                self.errors["rubric"].append("no checklist: the rubric entry has no rubric list")
             self.rubric["violations"] = []
             return
         first_fps = p.even_fps if p.sampling == "even" else p.round1_fps
