@@ -14,6 +14,7 @@ from diffusers.models.transformers.transformer_hunyuan_video15 import (
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.support.pipelines import STEPS, run_pipeline
+from vgi_models.families import hunyuan15_tiny, ltx23_tiny, wan_tiny
 from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor, use_prefix_attention
 from vgi_models.generate import generate
 from vgi_models.registry import load_registry
@@ -84,7 +85,7 @@ def test_wan21_image_tokens_reach_the_transformer(specs, example_image):
 def test_settings_wan21_cannot_honour_are_rejected(specs, extra, message):
     spec = specs["tiny_wan21"]
     with pytest.raises(ValueError, match=message):
-        spec.module.build_tiny("wan21", spec.generation | extra)
+        wan_tiny.build_tiny("wan21", spec.generation | extra)
 
 
 def test_wan21_load_reads_a_saved_pipeline_in_mixed_precision(specs, example_image, tmp_path):
@@ -125,7 +126,7 @@ def test_hunyuan15_settings_reach_the_pipeline(specs, hunyuan_run):
 def test_hunyuan15_size_without_a_bucket_is_refused(specs):
     spec = specs["tiny_hunyuan15"]
     with pytest.raises(ValueError, match=r"makes 96x64 \(not 112x60\)"):
-        spec.module.build_tiny("hunyuan15", spec.generation | {"height": 60})
+        hunyuan15_tiny.build_tiny("hunyuan15", spec.generation | {"height": 60})
 
 
 def test_hunyuan15_load_applies_the_settings_to_saved_weights(registry, hunyuan_run, tmp_path):
@@ -236,7 +237,7 @@ def test_ltx23_only_the_video_steps_are_recorded_and_audio_is_untouched(specs, e
 def test_ltx23_stg_blocks_must_exist_in_the_transformer(specs):
     spec = specs["tiny_ltx23"]
     with pytest.raises(ValueError, match="stg_blocks"):
-        spec.module.build_tiny(spec.family, spec.generation | {"stg_blocks": [28]})
+        ltx23_tiny.build_tiny(spec.family, spec.generation | {"stg_blocks": [28]})
 
 
 def test_ltx23_keeps_its_audio_only_when_asked(specs, registry, example_image, tmp_path):
