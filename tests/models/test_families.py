@@ -3,6 +3,10 @@ shares are in test_generate.py."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import av
 import decord
 import numpy as np
@@ -14,10 +18,26 @@ from diffusers.models.transformers.transformer_hunyuan_video15 import (
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.support.pipelines import STEPS, run_pipeline
+from tests.support.workflow import REPO
 from vgi_models.families import hunyuan15_tiny, ltx23_tiny, wan_tiny
 from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor, use_prefix_attention
 from vgi_models.generate import generate
-from vgi_models.registry import load_registry
+from vgi_models.registry import FAMILIES, TINY_BUILDERS, load_registry
+
+
+def test_family_modules_load_no_tiny_builder():
+    """The tiny builders import their family module, never the reverse: real weights load
+    without them."""
+    code = "import importlib, json, sys\n"
+    code += "".join(f"importlib.import_module({m!r})\n" for m in sorted(set(FAMILIES.values())))
+    code += "print(json.dumps([m for m in sys.modules if m.startswith('vgi_models.families.')]))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    loaded = set(json.loads(result.stdout))
+    assert loaded >= set(FAMILIES.values())
+    assert not loaded & set(TINY_BUILDERS.values())
+
 
 # Wan2.2: two experts
 
