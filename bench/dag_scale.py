@@ -19,7 +19,8 @@ for three scenarios:
   so the dry run has nothing to do but still checks every file.
 
 Job counts come from one extra `-n --quiet rules` run (its "Job stats" table). The design
-keeps at most 3 jobs per (model, instance); the goal is a `half` dry run within 12 s.
+keeps 1 job per (model, instance) (`generate`) and 2 per (model, task) (`judge`,
+`label_transitions`); the goal is a `half` dry run within 8 CPU seconds.
 
     python bench/dag_scale.py [--repeats N]
 
@@ -46,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from workflow_scripts.benchmark.instances import load_instances, select_subset  # noqa: E402
 
-N_MODELS, LEVELS, PER_LEVEL, GOAL_S = 7, (1, 2, 3), 10, 12.0
+N_MODELS, LEVELS, PER_LEVEL, GOAL_CPU_S = 7, (1, 2, 3), 10, 8.0
 TAXONOMY, OVERLAP = REPO / "tasks/task_names.yaml", REPO / "tasks/overlap.yaml"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 COLUMNS = {  # table header: figure
@@ -54,6 +55,7 @@ COLUMNS = {  # table header: figure
     "models": "models",
     "jobs": "jobs",
     "jobs/(m,i)": "jobs_per_model_instance",
+    "jobs/(m,t)": "jobs_per_model_task",
     "dry-run s": "dry_run_s",
     "CPU s": "cpu_s",
     "peak MB": "peak_mb",
@@ -176,14 +178,16 @@ def measure(tmp: Path, config: Path, repeats: int, scenario: str) -> dict:
     bench = yaml.safe_load(config.read_text())["benchmark"]
     table = load_instances(bench["root"], bench["taxonomy"], bench["overlap"])
     instances = len(select_subset(table, bench["subset"], 0))
-    pairs = N_MODELS * instances
+    pairs, tasks = N_MODELS * instances, N_MODELS * len(set(table["task"]))
     per_pair = sum(n for n in stats.values() if n >= pairs) / pairs
+    per_task = sum(n for n in stats.values() if n == tasks) / tasks
     return {
         "instances": instances,
         "models": N_MODELS,
         "jobs": sum(stats.values()),
         "jobs_by_rule": stats,
         "jobs_per_model_instance": round(per_pair, 2),
+        "jobs_per_model_task": round(per_task, 2),
         "dry_run_s": round(statistics.median(run[0] for run in runs), 2),
         "dry_run_runs_s": [round(run[0], 2) for run in runs],
         "cpu_s": round(statistics.median(run[1] for run in runs), 2),
@@ -213,11 +217,11 @@ def main() -> None:
     print(f"{'scenario':<10}" + "".join(f"{h:>11}" for h in COLUMNS))
     for scenario, f in figures.items():
         print(f"{scenario:<10}" + "".join(f"{f[k]:>11}" for k in COLUMNS.values()))
-    print(f"median of {repeats} dry runs; jobs: jobs left to run; goal: half <= {GOAL_S:g} s")
+    print(f"median of {repeats} dry runs; jobs: left to run; goal: half <= {GOAL_CPU_S:g} CPU s")
     print(f"load average before/after: {load:.2f}/{load_after:.2f} on {os.cpu_count()} CPUs")
     figures.update(
-        goal_half_s=GOAL_S,
-        half_within_goal=figures["half"]["dry_run_s"] <= GOAL_S,
+        goal_half_cpu_s=GOAL_CPU_S,
+        half_within_goal=figures["half"]["cpu_s"] <= GOAL_CPU_S,
         cpus=os.cpu_count(),
         load_avg_before=round(load, 2),
         load_avg_after=round(load_after, 2),

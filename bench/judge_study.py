@@ -1,23 +1,29 @@
 """The judge stage at study scale: the workflow's `judge_all` and `transitions_all` against
-FakeVLM with a fixed reply time and a rate limit the double enforces (429 beyond R
+FakeVLM with real-looking reply times and a rate limit the double enforces (429 beyond R
 requests in any 60 s, with a retry hint, as the real APIs do).
 
-Videos are pre-made here, not generated: for each (model, instance) a unique 5 s clip
-(81 frames at 16 fps) and its denoising checkpoints are written where `generate` puts
-them, and `snakemake --touch generate_all` marks them up to date, so the run schedules
-only the VLM jobs. The models are copies of the registry's `tiny_wan22` under new keys
-(as many as the video count needs over the benchmark's level-1 half subset). The judge
-nominates two frames in round 1, so a video costs 7 judge calls (completeness, 3 round-1
-windows, 2 round-2 windows, the verdict) and one transition call per checkpoint pair.
+The benchmark is made here in the release's shape: `--tasks` tasks of the taxonomy, 10
+instances per level at 1280x720, of which the paper's half subset takes 15 per task, so a
+(model, task) job judges 15 videos as on the real release. Videos are pre-made, not
+generated: for each (model, instance) a unique 5 s clip (81 frames at 16 fps, 1280x720)
+and its denoising checkpoints are written where `generate` puts them, and `snakemake
+--touch generate_all` marks them up to date, so the run schedules only the VLM jobs. The
+judge nominates two frames in round 1, so a video costs 7 judge calls (completeness, 3
+round-1 windows, 2 round-2 windows, the verdict) and one transition call per checkpoint
+pair.
+
+`--delay` is the reply time: seconds, or `lognormal:MEDIAN:SIGMA` (seeded draws; the
+ideal uses their mean, MEDIAN x exp(SIGMA^2 / 2)).
 
 Figures: calls per second over the span from the first request to the last reply (and
-over Snakemake's whole wall time) against the ideal min(R / 60, in-flight cap / reply
-time), the cap being `judge_api` jobs x `judge.max_concurrency` calls; calls in flight
-over time; 429s; and the per-job overhead (seconds per job of a rerun whose calls all
-come from the cache, one job at a time, over a dry run of the same). `judge.requests_per_minute`
-is set to R where the workflow has the key (`--no-pace` leaves it out).
+over Snakemake's whole wall time) against the quota R / 60 and against the ideal
+min(R / 60, in-flight cap / mean reply time), the cap being `judge_api` jobs x
+`judge.max_concurrency` calls (the SLURM profile's `judge_api`, the config's
+`max_concurrency`); calls in flight over time; 429s; CPU seconds per video of the
+VLM jobs on the submit host; and the per-job overhead (seconds per job of a rerun whose
+calls all come from the cache, one job at a time, over a dry run of the same).
 
-    python bench/judge_study.py [--videos 100] [--delay 2] [--rpm 600] [--judge-api N]
+    python bench/judge_study.py [--videos 120] [--delay lognormal:6:0.5] [--rpm 600]
 """
 
 from __future__ import annotations
@@ -26,15 +32,19 @@ import argparse
 import json
 import math
 import os
+import random
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
 import yaml
+from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -47,6 +57,7 @@ from workflow_scripts.benchmark.study import load_study  # noqa: E402
 
 KEY_ENV = "BENCH_VLM_KEY"
 BUCKET_S = 10
+PER_TASK = 15  # the paper's half subset: 5 of 10 instances per level, 3 levels
 
 
 def profile_judge_api() -> int:
@@ -55,16 +66,51 @@ def profile_judge_api() -> int:
     return int(profile["resources"]["judge_api"])
 
 
+def reply_times(spec: str) -> tuple[float | Callable[[], float], float]:
+    """`--delay` as FakeVLM's delay and its mean: seconds, or lognormal:MEDIAN:SIGMA."""
+    if not spec.startswith("lognormal:"):
+        return float(spec), float(spec)
+    median, sigma = map(float, spec.split(":")[1:])
+    draws = random.Random(0)
+    return (lambda: draws.lognormvariate(math.log(median), sigma)), median * math.exp(sigma**2 / 2)
+
+
+def make_benchmark(root: Path, tasks: int) -> list[str]:
+    """`tasks` tasks of the taxonomy in the release's layout: 10 instances per level, a
+    1280x720 input image each, a task-wide rubric of three items; returns their names."""
+    taxonomy = yaml.safe_load((REPO / "tasks" / "task_names.yaml").read_text(encoding="utf-8"))
+    names = [task for domain in taxonomy.values() for task in domain][:tasks]
+    rng = np.random.default_rng(0)
+    for task in names:
+        folder = root / task
+        for level in (1, 2, 3):
+            for n in range(1, 11):
+                path = folder / "input_image" / f"lv{level}" / f"{task}_lv{level}_{n:03d}.png"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pixels = np.repeat(rng.integers(0, 256, (90, 160, 3), np.uint8), 8, 0)
+                Image.fromarray(np.repeat(pixels, 8, 1)).save(path)
+        prompt = folder / "prompt" / "video_gen_prompt" / f"{task}.txt"
+        prompt.parent.mkdir(parents=True)
+        prompt.write_text(f"Solve the {task} puzzle shown in the image.\n", encoding="utf-8")
+        spec = folder / "judge_spec"
+        spec.mkdir()
+        (spec / "_completeness_judge.txt").write_text("2 solved, 1 partly, 0 not at all\n")
+        rubric = [f"Overall task: solve {task}.", "Pieces keep their shape.", "No piece teleports."]
+        rubric.append("The final state is the solution.")
+        (spec / f"_judge_rubric_{task}.json").write_text(json.dumps({"rubric": rubric}))
+    return names
+
+
 def study_config(work: Path, videos: int, url: str, rpm: int | None) -> dict:
-    """The run's config and registry (copies of tiny_wan22, enough for `videos`)."""
-    config = default_config(work, levels=[1], subset="half")
+    """The run's config: one model (a copy of tiny_wan22), enough tasks for `videos` at 15
+    instances (the half subset) a task."""
+    root = work / "bench_data"
+    tasks = make_benchmark(root, math.ceil(videos / PER_TASK))
+    config = default_config(work, root=str(root), tasks=tasks, levels=[1, 2, 3], subset="half")
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
-    config["models"] = ["tiny_wan22"]
-    per_model = len(load_study(config, registry).instances)
-    models = [f"bench_{m:02d}" for m in range(math.ceil(videos / per_model))]
     path = work / "models.yaml"
-    path.write_text(yaml.safe_dump({m: registry["tiny_wan22"] for m in models}), "utf-8")
-    config.update(model_registry=str(path), models=models)
+    path.write_text(yaml.safe_dump({"bench_00": registry["tiny_wan22"]}), "utf-8")
+    config.update(model_registry=str(path), models=["bench_00"])
     config["judge"].update(enabled=True, model="fake-judge", base_url=url, api_key_env=KEY_ENV)
     if rpm is not None:
         config["judge"]["requests_per_minute"] = rpm
@@ -92,23 +138,27 @@ def premade_videos(config: dict) -> int:
 
 
 def clip(seed: int, frames: int) -> np.ndarray:
-    """`frames` 128x72 frames: a bar moving over a background unique to `seed`."""
+    """`frames` 1280x720 frames: a bar moving over a background unique to `seed`."""
     rng = np.random.default_rng(seed)
-    video = np.broadcast_to(rng.integers(0, 256, (1, 72, 128, 3), np.uint8), (frames, 72, 128, 3))
-    video = video.copy()
+    tile = rng.integers(0, 256, (1, 9, 16, 3), np.uint8)
+    video = np.repeat(np.repeat(tile, 80, 1), 80, 2).repeat(frames, 0)
     for i in range(frames):
-        video[i, :, (4 * i) % 120 : (4 * i) % 120 + 8] = 255
+        x = (40 * i) % 1200
+        video[i, :, x : x + 80] = 255
     return video
 
 
-def snakemake(work: Path, *args: str) -> tuple[float, subprocess.CompletedProcess]:
+def snakemake(work: Path, *args: str) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall seconds, CPU seconds (Snakemake and its jobs) and the finished process."""
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(work)]
     command += ["--configfile", str(work / "config.yaml"), *args]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         sys.exit(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}")
-    return time.perf_counter() - start, done
+    seconds = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+    return time.perf_counter() - start, seconds, done
 
 
 def timeline(requests, start: float, end: float) -> list[dict]:
@@ -132,19 +182,19 @@ def timeline(requests, start: float, end: float) -> list[dict]:
     return rows
 
 
-def job_overhead(work: Path, outdir: Path, rule: str, output: str, jobs: int) -> float:
+def job_overhead(work: Path, outdir: Path, rule: str, folder: str, jobs: int) -> float:
     """Seconds per `rule` job rerun one at a time with every call cached, over a dry run."""
-    targets = sorted(str(p) for p in outdir.glob(f"*/*/*/{output}"))[:jobs]
+    targets = sorted(str(p) for p in outdir.glob(f"*/*/{folder}"))[:jobs]
     args = ["--cores", "1", "--resources", "judge_api=1", "--forcerun", rule, "--", *targets]
-    dry, _ = snakemake(work, "-n", *args)
-    wall, _ = snakemake(work, *args)
+    dry, _, _ = snakemake(work, "-n", *args)
+    wall, _, _ = snakemake(work, *args)
     return (wall - dry) / len(targets)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=100)
-    parser.add_argument("--delay", type=float, default=2.0, help="server seconds per reply")
+    parser.add_argument("--videos", type=int, default=120, help=f"rounded up to {PER_TASK}s")
+    parser.add_argument("--delay", default="2", help="seconds per reply, or lognormal:M:S")
     parser.add_argument("--rpm", type=int, default=600, help="the server's requests a minute")
     parser.add_argument("--judge-api", type=int, default=profile_judge_api())
     parser.add_argument("--no-pace", action="store_true", help="leave requests_per_minute out")
@@ -152,7 +202,8 @@ def main() -> None:
     schema = (REPO / "config" / "schemas" / "config.schema.yaml").read_text(encoding="utf-8")
     pace = not args.no_pace and "requests_per_minute" in schema
     judge = Judge(tier=2, violations=[0], nominate=[20, 60])
-    fake = FakeVLM(Transitioner(other=judge), delay=args.delay, rate_limit=(args.rpm, 60.0))
+    delay, mean_delay = reply_times(args.delay)
+    fake = FakeVLM(Transitioner(other=judge), delay=delay, rate_limit=(args.rpm, 60.0))
     os.environ[KEY_ENV] = "bench-key"
     with tempfile.TemporaryDirectory() as tmp, fake:
         work = Path(tmp)
@@ -161,14 +212,14 @@ def main() -> None:
         videos = premade_videos(config)
         snakemake(work, "--cores", "1", "--touch", "generate_all")
         run = ["--cores", str(args.judge_api), "--resources", f"judge_api={args.judge_api}"]
-        wall, done = snakemake(work, *run, "--", "judge_all", "transitions_all")
+        wall, cpu, done = snakemake(work, *run, "--", "judge_all", "transitions_all")
         if "rule generate:" in done.stdout:
             sys.exit("the run regenerated videos")
         requests = list(fake.requests)
         outdir = Path(config["outdir"])
         overhead = {
-            rule: round(job_overhead(work, outdir, rule, output, 3), 2)
-            for rule, output in (("judge", "score.json"), ("label_transitions", "transitions.json"))
+            rule: round(job_overhead(work, outdir, rule, folder, 3), 2)
+            for rule, folder in (("judge", "judge"), ("label_transitions", "transitions"))
         }
         scores = [json.loads(p.read_text()) for p in outdir.glob("*/*/judge/*/score.json")]
         labels = [json.loads(p.read_text()) for p in outdir.glob("*/*/transitions/*.json")]
@@ -177,12 +228,14 @@ def main() -> None:
     start, end = min(r.at for r in requests), max(r.done for r in requests)
     concurrency = config["judge"]["max_concurrency"]
     cap = args.judge_api * concurrency
-    ideal = min(args.rpm / 60, cap / args.delay)
+    quota = args.rpm / 60
+    ideal = min(quota, cap / mean_delay)
     rate, wall_rate = len(ok) / (end - start), len(ok) / wall
     rows = timeline(requests, start, end)
     figures = {
         "videos": videos,
-        "delay_s": args.delay,
+        "delay": args.delay,
+        "mean_delay_s": round(mean_delay, 2),
         "rpm_limit": args.rpm,
         "pace": pace,
         "judge_api": args.judge_api,
@@ -195,6 +248,8 @@ def main() -> None:
         "calls_per_s": round(rate, 2),
         "ideal_calls_per_s": round(ideal, 2),
         "efficiency": round(rate / ideal, 3),
+        "of_quota": round(rate / quota, 3),
+        "cpu_s_per_video": round(cpu / videos, 2),
         "wall_efficiency": round(wall_rate / ideal, 3),
         "max_in_flight": fake.max_in_flight,
         "status_ok": sum(d["status"] == "ok" for d in scores + labels),
@@ -207,14 +262,16 @@ def main() -> None:
 
 def report(f: dict) -> None:
     print(
-        f"judge study: {f['videos']} videos, {f['delay_s']} s replies, {f['rpm_limit']} "
+        f"judge study: {f['videos']} videos, replies {f['delay']} s (mean {f['mean_delay_s']} s), "
+        f"{f['rpm_limit']} "
         f"requests/min limit; judge_api {f['judge_api']} jobs x {f['max_concurrency']} calls = "
         f"{f['in_flight_cap']} in flight at most; requests_per_minute set: {f['pace']}"
     )
-    head = ("calls", "429s", "span s", "wall s", "calls/s", "ideal/s", "eff.", "wall eff.")
+    head = ("calls", "429s", "span s", "wall s", "calls/s", "ideal/s", "eff.", "quota")
+    head += ("wall eff.", "CPU s/vid")
     print("".join(f"{h:>10}" for h in head) + "  max in flight")
     values = ("calls", "http_429", "span_s", "wall_s", "calls_per_s", "ideal_calls_per_s")
-    values += ("efficiency", "wall_efficiency")
+    values += ("efficiency", "of_quota", "wall_efficiency", "cpu_s_per_video")
     print("".join(f"{f[v]:>10}" for v in values) + f"{f['max_in_flight']:>15}")
     print(f"timeline ({BUCKET_S} s buckets): t s, calls/s, mean in flight, 429s")
     for row in f["timeline"]:

@@ -72,7 +72,8 @@ GENERATE_ENV = {
     ),
     "VGI_REGISTRY": config["model_registry"],
 }
-shell.prefix("".join(f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()))
+GENERATE_EXPORTS = "".join(f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items())
+shell.prefix(GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}"))  # formatted like commands
 
 
 wildcard_constraints:

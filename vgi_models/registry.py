@@ -17,6 +17,8 @@ FAMILIES = {
     "hunyuan15": "vgi_models.families.hunyuan15",
     "ltx23": "vgi_models.families.ltx23",
 }
+# `source: tiny`: each family's randomly initialised builder, in a module beside it.
+TINY_BUILDERS = {family: f"{module}_tiny" for family, module in FAMILIES.items()}
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,8 @@ class ModelSpec:
         import torch
 
         if self.source == TINY:
-            return self.module.build_tiny(self.family, self.generation)
+            builder = importlib.import_module(TINY_BUILDERS[self.family])
+            return builder.build_tiny(self.family, self.generation)
         return self.module.load(self.resolve_source(), self.generation, getattr(torch, self.dtype))
 
 

@@ -3,6 +3,10 @@ shares are in test_generate.py."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import av
 import decord
 import numpy as np
@@ -14,9 +18,26 @@ from diffusers.models.transformers.transformer_hunyuan_video15 import (
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.support.pipelines import STEPS, run_pipeline
+from tests.support.workflow import REPO
+from vgi_models.families import hunyuan15_tiny, ltx23_tiny, wan_tiny
 from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor, use_prefix_attention
 from vgi_models.generate import generate
-from vgi_models.registry import load_registry
+from vgi_models.registry import FAMILIES, TINY_BUILDERS, load_registry
+
+
+def test_family_modules_load_no_tiny_builder():
+    """The tiny builders import their family module, never the reverse: real weights load
+    without them."""
+    code = "import importlib, json, sys\n"
+    code += "".join(f"importlib.import_module({m!r})\n" for m in sorted(set(FAMILIES.values())))
+    code += "print(json.dumps([m for m in sys.modules if m.startswith('vgi_models.families.')]))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    loaded = set(json.loads(result.stdout))
+    assert loaded >= set(FAMILIES.values())
+    assert not loaded & set(TINY_BUILDERS.values())
+
 
 # Wan2.2: two experts
 
@@ -84,7 +105,7 @@ def test_wan21_image_tokens_reach_the_transformer(specs, example_image):
 def test_settings_wan21_cannot_honour_are_rejected(specs, extra, message):
     spec = specs["tiny_wan21"]
     with pytest.raises(ValueError, match=message):
-        spec.module.build_tiny("wan21", spec.generation | extra)
+        wan_tiny.build_tiny("wan21", spec.generation | extra)
 
 
 def test_wan21_load_reads_a_saved_pipeline_in_mixed_precision(specs, example_image, tmp_path):
@@ -125,7 +146,7 @@ def test_hunyuan15_settings_reach_the_pipeline(specs, hunyuan_run):
 def test_hunyuan15_size_without_a_bucket_is_refused(specs):
     spec = specs["tiny_hunyuan15"]
     with pytest.raises(ValueError, match=r"makes 96x64 \(not 112x60\)"):
-        spec.module.build_tiny("hunyuan15", spec.generation | {"height": 60})
+        hunyuan15_tiny.build_tiny("hunyuan15", spec.generation | {"height": 60})
 
 
 def test_hunyuan15_load_applies_the_settings_to_saved_weights(registry, hunyuan_run, tmp_path):
@@ -236,7 +257,7 @@ def test_ltx23_only_the_video_steps_are_recorded_and_audio_is_untouched(specs, e
 def test_ltx23_stg_blocks_must_exist_in_the_transformer(specs):
     spec = specs["tiny_ltx23"]
     with pytest.raises(ValueError, match="stg_blocks"):
-        spec.module.build_tiny(spec.family, spec.generation | {"stg_blocks": [28]})
+        ltx23_tiny.build_tiny(spec.family, spec.generation | {"stg_blocks": [28]})
 
 
 def test_ltx23_keeps_its_audio_only_when_asked(specs, registry, example_image, tmp_path):

@@ -249,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
             script = http_error(401, "API key not valid. Please pass a valid API key.")
         received.status = None if script.reset else script.status
         try:
-            time.sleep(fake.delay + script.delay)
+            time.sleep(fake.reply_time() + script.delay)
             if script.reset:
                 self.connection.setsockopt(
                     socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
@@ -298,7 +298,7 @@ class FakeVLM:
     def __init__(
         self,
         responder: Callable[[Received], dict] | None = None,
-        delay: float = 0.0,
+        delay: float | Callable[[], float] = 0.0,
         api_key: str | None = None,
         rate_limit: tuple[int, float] | None = None,
     ):
@@ -339,6 +339,10 @@ class FakeVLM:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    def reply_time(self) -> float:
+        """Seconds this reply takes: `delay`, or a draw of it where it is a function."""
+        return self.delay() if callable(self.delay) else self.delay
 
     def _enter(self, received: Received) -> Script:
         with self._lock:

@@ -256,11 +256,14 @@ def test_human_labels_are_checked_row_by_row_before_any_job(study, tmp_path):
         "tiny_wan22,maze_square_lv1_001,1,2,",
     )
     loaded = load_transitions({"transitions": {"human_labels": str(good)}}, study)
-    assert json.loads(loaded.human_params("tiny_wan22", "sorting_lv1_001")) == [
-        {"from": 1, "to": 2, "label": "unrecognizable"},
-        {"from": 20, "to": 40, "label": "wrong_to_correct"},
-    ]
-    assert loaded.human_params("tiny_wan22", "maze_square_lv1_001") == "[]"
+    task = ["sorting_lv1_001", "sorting_lv1_002"]  # one task's instances, by instance
+    assert json.loads(loaded.human_params("tiny_wan22", task)) == {
+        "sorting_lv1_001": [
+            {"from": 1, "to": 2, "label": "unrecognizable"},
+            {"from": 20, "to": 40, "label": "wrong_to_correct"},
+        ]
+    }
+    assert loaded.human_params("tiny_wan22", ["maze_square_lv1_001"]) == "{}"
 
 
 def pair(a, b, vlm, human=None) -> dict:

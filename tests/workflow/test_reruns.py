@@ -150,6 +150,22 @@ def test_readme_config_examples_run_as_written(tmp_path, monkeypatch):
             assert re.search(r"^judge\s+\d+$", result.stdout, re.M), command
 
 
+def test_readme_target_examples_run_as_written(tmp_path, monkeypatch):
+    """Each README command naming an output under results/ (one instance's video, one
+    task's judge), typed as written plus `-n`: it schedules the rule it names, and only
+    for that target."""
+    repo = checkout(tmp_path / "repo")
+    monkeypatch.setenv("GEMINI_API_KEY", "not-used-in-a-dry-run")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    commands = [command for command in readme_commands("results/") if "--report" not in command]
+    assert len(commands) >= 3, commands
+    for command in commands:
+        result = run(repo, ["bash", "-c", f"{command} -n"])
+        assert result.returncode == 0, (command, result.stdout[-3000:])
+        rule = "judge" if command.split()[3].endswith("/judge") else "generate"
+        assert re.search(rf"^{rule}\s+1$", result.stdout, re.M), (command, result.stdout[-3000:])
+
+
 @pytest.mark.parametrize(
     ("override", "says"),
     [

@@ -1,7 +1,8 @@
-"""One module per pipeline family: tiny builders, real-weight loaders and latent decoders.
+"""One module per pipeline family: real-weight loaders and latent decoders; beside each, a
+`<family>_tiny` module with its tiny randomly initialised builder (`source: tiny`).
 
-Each family module provides:
-- `build_tiny(family, generation)` and `load(source, generation, dtype)` -> pipeline;
+Each family module (`wan`, `hunyuan15`, `ltx23`) provides:
+- `load(source, generation, dtype)` -> pipeline;
 - `call_kwargs(generation)` -> the pipeline's keyword arguments;
 - `final_latents(pipe, output)` -> the latent of a `output_type="latent"` call, on any device;
 - `refine(pipe, output, generation, **call)` -> the output after what follows the recorded
@@ -9,4 +10,10 @@ Each family module provides:
 - `checkpoint_latents(pipe, state, final)` -> a recorded scheduler state in the form of
   `final`, the latent of the recorded (first) stage;
 - `decode(pipe, latents)` -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes.
+
+Each tiny module (`wan_tiny`, `hunyuan15_tiny`, `ltx23_tiny`) provides
+`build_tiny(family, generation)` -> a pipeline of the family's architecture from config alone,
+finished by the family module's own checks and settings, as `load` finishes real weights. A tiny
+module imports its family module, never the reverse; `common` and `hunyuan15_attention` import
+no family module.
 """

@@ -60,7 +60,7 @@ DEFAULTS = {
     "model": "gemini-3-flash-preview",
     "base_url": None,
     "api_key_env": "GEMINI_API_KEY",
-    "max_concurrency": 8,
+    "max_concurrency": 16,
     "max_attempts": 5,
     "timeout_s": 180.0,
     "backoff_initial_s": 2.0,
