@@ -426,6 +426,30 @@ def test_sample_frames_opens_once_and_reads_one_batch(video, monkeypatch):
     assert Image.open(io.BytesIO(sampled[0].jpeg)).size == (32, 18)
 
 
+def test_a_judgement_decodes_each_frame_once_whatever_the_passes(video, monkeypatch):
+    """Completeness (2 fps), round 1 (4 fps) and a round-2 interval (8 fps) of one video:
+    each frame is decoded once, and every pass shows the bytes a pass of its own would."""
+    decoded = []
+
+    class CountingReader(decord.VideoReader):
+        def get_batch(self, indices):
+            decoded.extend(indices)
+            return super().get_batch(indices)
+
+    monkeypatch.setattr(decord, "VideoReader", CountingReader)
+    source = frames.VideoFrames(video, long_side=32)
+    passes = [source.sample(2), source.sample(4), source.sample(8, 0.25, 0.75)]
+    shown = {f.index for sampled in passes for f in sampled}
+    assert sorted(decoded) == sorted(shown) and len(decoded) < sum(map(len, passes))
+    alone = [
+        frames.sample_frames(video, 2, long_side=32),
+        frames.sample_frames(video, 4, long_side=32),
+    ]
+    assert [[f.jpeg for f in sampled] for sampled in passes[:2]] == [
+        [f.jpeg for f in sampled] for sampled in alone
+    ]
+
+
 def test_encode_image_and_duration(tmp_path, video):
     path = tmp_path / "input.png"
     Image.new("RGB", (1000, 500), (10, 20, 30)).save(path)

@@ -7,9 +7,9 @@ a time past the last frame reads nothing and is skipped, which at 25/30 fps can 
 the clip's last frame out. `nearest`: the nearest frame to each time, the last sample
 moved onto the last frame so that it is always shown.
 
-A video is opened once and the sampled frames are read in one batched `get_batch`
-(the official judge runs one `ffmpeg -ss` process per frame). Images are shrunk with
-LANCZOS so that their long side is `long_side` and never enlarged: upscaling adds
+A pass's frames are read in one batched `get_batch` (the official judge runs one `ffmpeg
+-ss` process per frame), and a judgement decodes each frame once (`VideoFrames`). Images
+are shrunk with LANCZOS so that their long side is `long_side` and never enlarged: upscaling adds
 tokens, not information.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import math
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +126,39 @@ def frame_indices(
     return list(dict.fromkeys(min(count - 1, math.floor(t * rate + 0.5)) for t in times))
 
 
+class VideoFrames:
+    """One video's frames as the judge shows them (JPEG, `long_side`): each is decoded and
+    encoded once, however many passes sample it (round 1 at 4 fps holds completeness's
+    2 fps frames, round 2 at 8 fps half of its own). Safe to sample from several threads."""
+
+    def __init__(self, video: str | Path, long_side: int = 512):
+        self.video, self.long_side = Path(video), long_side
+        self._jpeg: dict[int, bytes] = {}
+        self._lock = threading.Lock()
+
+    def sample(
+        self, fps: float, start: float = 0.0, end: float | None = None, rule: str = "nearest"
+    ) -> list[Frame]:
+        """The frames `rule` samples (`official_samples` or `frame_indices`; None `end`:
+        the whole clip); a frame's time is index / video fps, `asked` the time sampled."""
+        with self._lock:
+            reader = decord.VideoReader(str(self.video))
+            rate, count = reader.get_avg_fps(), len(reader)
+            if rule == "official":
+                samples = official_samples(count, rate, fps, start, end)
+            else:
+                try:
+                    samples = [(i, None) for i in frame_indices(count, rate, fps, start, end)]
+                except ValueError as err:
+                    raise ValueError(f"{self.video}: {err}") from None
+            missing = sorted({index for index, _ in samples} - self._jpeg.keys())
+            if missing:
+                batch = reader.get_batch(missing).asnumpy()
+                for index, pixels in zip(missing, batch, strict=True):
+                    self._jpeg[index] = to_jpeg(Image.fromarray(pixels), self.long_side)
+        return [Frame(index, index / rate, self._jpeg[index], asked) for index, asked in samples]
+
+
 def sample_frames(
     video: str | Path,
     fps: float,
@@ -133,21 +167,5 @@ def sample_frames(
     long_side: int = 512,
     rule: str = "nearest",
 ) -> list[Frame]:
-    """The frames `rule` samples (`official_samples` or `frame_indices`; None `end`: the
-    whole clip); a frame's time is index / video fps, `asked` the time sampled."""
-    reader = decord.VideoReader(str(video))
-    rate, count = reader.get_avg_fps(), len(reader)
-    if rule == "official":
-        samples = official_samples(count, rate, fps, start, end)
-    else:
-        try:
-            samples = [(i, None) for i in frame_indices(count, rate, fps, start, end)]
-        except ValueError as err:
-            raise ValueError(f"{video}: {err}") from None
-    if not samples:
-        return []
-    batch = reader.get_batch([index for index, _ in samples]).asnumpy()
-    return [
-        Frame(index, index / rate, to_jpeg(Image.fromarray(pixels), long_side), asked)
-        for (index, asked), pixels in zip(samples, batch, strict=True)
-    ]
+    """`VideoFrames(video, long_side).sample(fps, start, end, rule)`: one pass's frames."""
+    return VideoFrames(video, long_side).sample(fps, start, end, rule)

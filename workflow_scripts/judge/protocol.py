@@ -9,7 +9,7 @@ at 8 fps the intervals of +-0.5 s around every frame round 1 nominated (centred 
 time that frame was sampled for, merged where they overlap, clipped to the clip),
 windowed the same way per interval. `sampling: even` runs round 1 only, at `even_fps`;
 `batching: all_at_once` makes round 1 one call over all its frames and round 2 one call
-per interval. Frames are sampled by `frames.sample_frames` under `protocol.frames`.
+per interval. Frames are sampled by `frames.VideoFrames` under `protocol.frames`.
 
 Replies are taken as the official judge takes them (`take_window`, `take_verdict`): a
 cited or nominated index not among the window's frames is dropped, a comment left citing
@@ -42,7 +42,7 @@ import decord
 
 from workflow_scripts.judge import prompts, schemas
 from workflow_scripts.judge.client import JudgeCallError, Request, VLMClient
-from workflow_scripts.judge.frames import Frame, encode_image, sample_frames
+from workflow_scripts.judge.frames import Frame, VideoFrames, encode_image
 from workflow_scripts.judge.settings import JUDGE_CALLS, Protocol
 from workflow_scripts.judge.templates import load_templates
 
@@ -175,6 +175,7 @@ class _Judgement:
     def __init__(self, client, instance: Mapping, video: Path, protocol: Protocol, templates):
         self.client, self.instance, self.video, self.p = client, instance, Path(video), protocol
         self.templates = templates
+        self.frames = VideoFrames(video, protocol.frame_long_side)  # each frame decoded once
         self.checklist = list(instance["checklist"])
         self.counts = Counter(calls=0, cached_calls=0)
         self.tokens: Counter = Counter()
@@ -209,10 +210,7 @@ class _Judgement:
         return Request(kind, parts, schema, self.templates[system], **more)
 
     async def sample(self, fps: float, start: float = 0.0, end: float | None = None):
-        p = self.p
-        return await asyncio.to_thread(
-            sample_frames, self.video, fps, start, end, p.frame_long_side, p.frames
-        )
+        return await asyncio.to_thread(self.frames.sample, fps, start, end, self.p.frames)
 
     async def references(self) -> dict[str, tuple]:
         """The input image and ground truth parts of each kind of frame call: completeness
