@@ -203,9 +203,9 @@ def test_beside_a_generated_model_only_that_one_gets_gpu_jobs_and_transitions(
     assert {rule: int(jobs[rule]) for rule in ("generate", "import_video", "judge")} == {
         "generate": 5,
         "import_video": 5,
-        "judge": 10,
+        "judge": 6,  # one per (model, task)
     }
-    assert int(jobs["label_transitions"]) == 5
+    assert int(jobs["label_transitions"]) == 3
     assert (
         re.findall(r"rule generate:\n(?:.*\n)*?\s+wildcards: model=(\w+)", result.stdout)
         == ["tiny_wan22"] * 5
