@@ -24,7 +24,7 @@ PAIR_COLUMNS = ("from", "to", "label", "source")
 
 def instance_table(selected: str | Path, taxonomy: str | Path, overlap: str | Path) -> pd.DataFrame:
     """selected.csv joined with each task's domain, skill tags and overlap group."""
-    table = pd.read_csv(selected, index_col="instance")
+    table = pd.read_csv(selected, index_col="instance", dtype={"id": str})
     tasks, groups = load_taxonomy(taxonomy), load_overlap(overlap)
     table["domain"] = [tasks[task][0] for task in table["task"]]
     table["skills"] = [tasks[task][1] for task in table["task"]]
