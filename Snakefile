@@ -40,6 +40,7 @@ rule all:
     default_target: True
     input:
         rules.select_instances.output,
+        rules.generate_all.input,
         judge_targets(rules.label_agreement.output if TRANSITIONS.human else []),
         judge_targets(rules.plots.output),
         judge_targets(rules.trajectory_scores.output if CHECKPOINTS else []),

@@ -1,6 +1,7 @@
 import functools
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -12,7 +13,7 @@ import workflow_scripts
 from workflow_scripts.benchmark.instances import TASK_NAME
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
-from workflow_scripts.common.layout import STAGES
+from workflow_scripts.common.layout import DEFAULT_CONDITION, STAGES
 from workflow_scripts.judge.checkpoints import checkpoint_steps
 from workflow_scripts.judge.settings import instance_params, judge_params
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
@@ -52,10 +53,24 @@ if STUDY.videos and workflow.is_main_process:
     )
 
 INSTANCES = STUDY.instances
-IMAGE = INSTANCES["image"].to_dict()
-PROMPT = INSTANCES["prompt"].to_dict()
-TASKS = {task: list(rows.index) for task, rows in INSTANCES.groupby("task", sort=False)}
-GENERATION_PARAMS = {model: STUDY.generation_params(model) for model in STUDY.models}
+# Every run: the `model` wildcard is a run key (common.layout.run_key): the model's plain
+# key for its main run (condition `default`, the registry's seed), else <model>@<condition>
+# and/or @seed<s>. Each condition's instances, images, prompts and tasks by condition.
+RUNS = STUDY.runs  # run key -> (model, condition, seed)
+CONDITIONS = [DEFAULT_CONDITION, *STUDY.conditions]
+ROWS = {condition: STUDY.instances_of(condition) for condition in CONDITIONS}
+IMAGE = {condition: rows["image"].to_dict() for condition, rows in ROWS.items()}
+PROMPT = {condition: rows["prompt"].to_dict() for condition, rows in ROWS.items()}
+TASKS = {
+    condition: {
+        task: list(group.index) for task, group in rows.groupby("task", sort=False)
+    }
+    for condition, rows in ROWS.items()
+}
+GENERATION_PARAMS = {
+    key: STUDY.generation_params(model, seed) for key, (model, _, seed) in RUNS.items()
+}
+GENERATED_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.generated]
 
 # How `generate`'s shell command finds the interpreter, its entry and the registry (read
 # for `runtime`, which changes no video). Snakemake reruns a job whose command text
@@ -77,37 +92,51 @@ shell.prefix(GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}"))  # formatte
 
 
 wildcard_constraints:
-    model="|".join(STUDY.models),
+    model="|".join(map(re.escape, RUNS)),
     task=TASK_NAME.pattern,
     instance="[^/]+_lv[0-9]+_[^/]+",
 
 
 def one_of(names):
     """A wildcard constraint matching exactly `names` (nothing when there are none)."""
-    return "|".join(names) or "(?!)"
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
+def condition_of(wildcards):
+    """The input condition of the job's run (the `model` wildcard is a run key)."""
+    return RUNS[wildcards.model][1]
+
+
+def _outside(what, condition):
+    where = "" if condition == DEFAULT_CONDITION else f" (condition {condition})"
+    return WorkflowError(
+        f"{what} of this run's selected instances{where} (see {OUT}/instances/selected.csv; "
+        f"benchmark.tasks, levels, subset and conditions.<name> choose them)."
+    )
 
 
 def instance_image(wildcards):
-    """Input function: the instance's input image; a target outside the run's selection is
-    an error naming it (generate starts from the image)."""
+    """Input function: the instance's input image under its run's condition; a target
+    outside the selection is an error naming it (generate starts from the image)."""
+    condition = condition_of(wildcards)
     try:
-        return IMAGE[wildcards.instance]
+        return IMAGE[condition][wildcards.instance]
     except KeyError:
-        raise WorkflowError(
-            f"{wildcards.instance} is not one of this run's selected instances (see "
-            f"{OUT}/instances/selected.csv; benchmark.tasks, levels, subset choose them)."
-        ) from None
+        raise _outside(f"{wildcards.instance} is not one", condition) from None
+
+
+def instance_prompt(wildcards):
+    """Params function: the instance's prompt under its run's condition."""
+    return PROMPT[condition_of(wildcards)][wildcards.instance]
 
 
 def selected_task(wildcards):
     """The task's instances; a task outside the run's selection is an error naming it."""
+    condition = condition_of(wildcards)
     try:
-        return TASKS[wildcards.task]
+        return TASKS[condition][wildcards.task]
     except KeyError:
-        raise WorkflowError(
-            f"{wildcards.task} has none of this run's selected instances (see "
-            f"{OUT}/instances/selected.csv; benchmark.tasks, levels, subset choose them)."
-        ) from None
+        raise _outside(f"{wildcards.task} has none", condition) from None
 
 
 def task_runs(pattern):
@@ -118,37 +147,58 @@ def task_runs(pattern):
     ]
 
 
+def task_rows(wildcards):
+    """The instance table's rows of the job's task under its run's condition."""
+    return ROWS[condition_of(wildcards)].loc[selected_task(wildcards)]
+
+
 def task_images(wildcards):
     """Input function: the input and ground-truth images of the job's task."""
-    rows = INSTANCES.loc[selected_task(wildcards)]
+    rows = task_rows(wildcards)
     return [path for path in [*rows["image"], *rows["gt_image"]] if path]
 
 
 def task_instances(wildcards):
     """Params function: what the VLM jobs read of the task's instances, by id (texts and
     image paths): an edited rubric reruns its task's jobs."""
-    rows = INSTANCES.loc[selected_task(wildcards)]
+    rows = task_rows(wildcards)
     return {instance: instance_params(row) for instance, row in rows.iterrows()}
 
 
-def per_instance(pattern, models=STUDY.models):
-    """`pattern` (under RUN) for every selected (model, instance) of `models`."""
+def runs_of(models, main_only=False):
+    """The run keys of `models` (main_only: their main runs, keyed by the model)."""
+    models = set(models)
     return [
-        pattern.format(model=model, task=task, instance=instance)
-        for model in models
-        for instance, task in INSTANCES["task"].items()
+        key
+        for key, (model, *_) in RUNS.items()
+        if model in models and (key == model or not main_only)
     ]
 
 
-def per_task(stage, models=STUDY.models):
-    """The folder of VLM rule `stage` (common.layout.STAGES) for every (model, task)."""
+def per_instance(pattern, models=STUDY.models, main_only=True):
+    """`pattern` (under RUN) for every selected (model, instance) of `models`' main runs
+    (main_only False: of every run, each over its condition's instances)."""
+    return [
+        pattern.format(model=key, task=task, instance=instance)
+        for key in runs_of(models, main_only)
+        for instance, task in ROWS[RUNS[key][1]]["task"].items()
+    ]
+
+
+def per_task(stage, models=STUDY.models, main_only=False):
+    """The folder of VLM rule `stage` (common.layout.STAGES) for every (run, task) of
+    `models` (main_only: of their main runs)."""
     assert stage in STAGES
-    return [f"{OUT}/{model}/{task}/{stage}" for model in models for task in TASKS]
+    return [
+        f"{OUT}/{key}/{task}/{stage}"
+        for key in runs_of(models, main_only)
+        for task in TASKS[RUNS[key][1]]
+    ]
 
 
 def model_resource(name, default):
     """A per-model resource from the registry's `resources`."""
-    return lambda wildcards: STUDY.models[wildcards.model].resources.get(name, default)
+    return lambda w: STUDY.models[RUNS[w.model][0]].resources.get(name, default)
 
 
 def model_runs(pattern):

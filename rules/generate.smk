@@ -24,7 +24,7 @@ rule generate:
     log:
         f"{OUT}/logs/generate/{{model}}/{{task}}/{{instance}}.log",
     wildcard_constraints:
-        model=one_of(STUDY.generated),
+        model=one_of(GENERATED_RUNS),
     conda:
         "../envs/inference.yaml"
     threads: model_resource("threads", 1)
@@ -34,7 +34,7 @@ rule generate:
         runtime=model_resource("runtime", 60),
     params:
         settings=lambda w: GENERATION_PARAMS[w.model],
-        prompt=lambda w: PROMPT[w.instance],
+        prompt=instance_prompt,
     shell:
         '"$VGI_PYTHON" "$VGI_GENERATE" --registry "$VGI_REGISTRY" '
         "--model {wildcards.model} --settings {params.settings:q} --threads {threads} "
@@ -61,4 +61,4 @@ rule import_video:
 
 rule generate_all:
     input:
-        per_instance(f"{RUN}/video.mp4"),
+        per_instance(f"{RUN}/video.mp4", main_only=False),

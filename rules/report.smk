@@ -1,4 +1,13 @@
+from workflow_scripts.aggregate.sensitivity import CONDITION_TABLES
 from workflow_scripts.aggregate.tables import TABLES, VBVR_PAIRS
+
+# The sensitivity tables a run asks for: conditions (conditions:), seeds (seeds:),
+# Table 13's half against full (subset: full).
+STUDY_TABLES = [
+    *(CONDITION_TABLES if STUDY.conditions else []),
+    *(["seed_variance"] if STUDY.seeds else []),
+    *(["subset_stability"] if config["benchmark"]["subset"] == "full" else []),
+]
 
 
 rule tables:
@@ -15,7 +24,7 @@ rule tables:
                 caption="../report/tables.rst",
                 category="Tables",
             )
-            for name in TABLES
+            for name in [*TABLES, *STUDY_TABLES]
         },
     log:
         f"{OUT}/logs/tables.log",
@@ -27,16 +36,45 @@ rule tables:
         no_checkpoints=list(STUDY.videos),
         vbvr_pairs=VBVR_PAIRS,
         pool=list(TRANSITIONS.pool),
+        runs={
+            key: {
+                "model": model,
+                "condition": condition,
+                "seed": STUDY.registry_seed(model) if seed is None else seed,
+            }
+            for key, (model, condition, seed) in RUNS.items()
+        },
+        conditions={name: list(rows.index) for name, rows in STUDY.conditions.items()},
+        subset_seed=config["benchmark"]["subset_seed"],
     script:
         "../workflow_scripts/entry/tables.py"
 
 
 rule plots:
     input:
+        **(
+            {
+                "conditions": rules.tables.output.conditions,
+                "conditions_by_task": rules.tables.output.conditions_by_task,
+            }
+            if STUDY.conditions
+            else {}
+        ),
         final_by_domain_level=rules.tables.output.final_by_domain_level,
         skills=rules.tables.output.skills,
         transitions=rules.tables.output.transitions,
     output:
+        **(
+            {
+                "conditions": report(
+                    f"{OUT}/plots/conditions.png",
+                    caption="../report/conditions.rst",
+                    category="Plots",
+                )
+            }
+            if STUDY.conditions
+            else {}
+        ),
         final_heatmap=report(
             f"{OUT}/plots/final_heatmap.png",
             caption="../report/final_heatmap.rst",
@@ -61,8 +99,8 @@ rule plots:
 
 rule trajectory_scores:
     input:
-        checkpoints=per_task("judge_checkpoints", STUDY.generated),
-        scores=per_task("judge", STUDY.generated),
+        checkpoints=per_task("judge_checkpoints", STUDY.generated, main_only=True),
+        scores=per_task("judge", STUDY.generated, main_only=True),
     output:
         table=report(
             f"{OUT}/tables/trajectory_scores.csv",

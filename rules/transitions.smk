@@ -7,7 +7,7 @@ rule label_transitions:
     log:
         f"{OUT}/logs/label_transitions/{{model}}/{{task}}.log",
     wildcard_constraints:
-        model=one_of(STUDY.generated),
+        model=one_of(GENERATED_RUNS),
     localrule: True
     conda:
         "../envs/judge.yaml"

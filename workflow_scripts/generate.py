@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from workflow_scripts.common.layout import parse_run_key
 from workflow_scripts.common.logs import shell_job
 
 
@@ -24,9 +25,10 @@ def generate_job(argv: list[str]) -> None:
 
     settings = json.loads(job.settings)
     denoise = settings.pop("denoise")
+    model = parse_run_key(job.model)[0]  # a condition's or seed's run: its settings carry the seed
     with open(job.registry, encoding="utf-8") as registry:
-        settings["runtime"] = yaml.safe_load(registry)[job.model].get("runtime", {})
-    spec = load_registry({job.model: settings})[job.model]
+        settings["runtime"] = yaml.safe_load(registry)[model].get("runtime", {})
+    spec = load_registry({model: settings})[model]
     torch.set_num_threads(int(job.threads))
     meta = generate(
         spec,

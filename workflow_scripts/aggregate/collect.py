@@ -9,7 +9,7 @@ left empty (never 0). ``transitions_status`` does the same for transitions.json.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +24,7 @@ PAIR_COLUMNS = ("from", "to", "label", "source")
 
 def instance_table(selected: str | Path, taxonomy: str | Path, overlap: str | Path) -> pd.DataFrame:
     """selected.csv joined with each task's domain, skill tags and overlap group."""
-    table = pd.read_csv(selected, index_col="instance")
+    table = pd.read_csv(selected, index_col="instance", dtype={"id": str})
     tasks, groups = load_taxonomy(taxonomy), load_overlap(overlap)
     table["domain"] = [tasks[task][0] for task in table["task"]]
     table["skills"] = [tasks[task][1] for task in table["task"]]
@@ -42,6 +42,7 @@ def collect(
     outdir: str | Path,
     transitions: bool = True,
     no_checkpoints: Iterable[str] = (),
+    runs: Mapping[str, Mapping] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The per-instance results and the long table of transition labels of a run.
 
@@ -51,12 +52,23 @@ def collect(
     elsewhere) has none to read (``none``). Every pair a transitions.json lists is taken
     with its document's status (``transitions_status``): a pair whose call failed is not
     listed.
+
+    ``runs`` (default: each model's main run over every instance) maps each run key
+    (``layout.run_key``) to its ``model``, ``condition``, ``seed`` and, for a condition,
+    the ``instances`` it covers; each row and pair says its run's ``condition`` and
+    ``seed`` (None: the registry's), ``model`` being the model's key.
     """
     no_checkpoints = set(no_checkpoints)
+    if runs is None:
+        runs = {model: {"model": model, "condition": layout.DEFAULT_CONDITION} for model in models}
     rows, pairs = [], []
-    for model in models:
-        for instance, info in instances.iterrows():
-            where = (outdir, model, info["task"], str(instance))
+    for key, run in runs.items():
+        model, covered = run["model"], run.get("instances")
+        own = instances if covered is None else instances.loc[list(covered)]
+        condition = run.get("condition", layout.DEFAULT_CONDITION)
+        extra = {"condition": condition, "seed": run.get("seed")}
+        for instance, info in own.iterrows():
+            where = (outdir, key, info["task"], str(instance))
             score = _read(layout.score_file(*where)) or {"status": "missing"}
             labels = (_read(layout.transitions_file(*where)) if transitions else None) or {}
             ok, keys = score["status"] == "ok", {"model": model, "instance": instance}
@@ -70,6 +82,7 @@ def collect(
                     "transitions_status": "none"
                     if model in no_checkpoints
                     else labels.get("status", "missing"),
+                    **extra,
                 }
             )
             pairs += [
@@ -80,6 +93,7 @@ def collect(
                     **{key: pair.get(key) for key in PAIR_COLUMNS},
                     "step_pair": f"{pair['from']}→{pair['to']}",
                     "transitions_status": labels["status"],
+                    **extra,
                 }
                 for pair in labels.get("pairs", [])
             ]
@@ -88,4 +102,5 @@ def collect(
     results[numeric] = results[numeric].astype(float)
     results["strict_success"] = results["strict_success"].astype("boolean")
     columns = ["model", "instance", "task", "domain", "from", "to", "step_pair", "label", "source"]
-    return results, pd.DataFrame(pairs, columns=[*columns, "transitions_status"])
+    columns += ["transitions_status", "condition", "seed"]
+    return results, pd.DataFrame(pairs, columns=columns)

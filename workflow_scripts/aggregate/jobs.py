@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workflow_scripts.aggregate import plots
+from workflow_scripts.aggregate import plots, sensitivity
 from workflow_scripts.aggregate.collect import collect, instance_table
-from workflow_scripts.aggregate.tables import all_tables
+from workflow_scripts.aggregate.tables import all_tables, errors
 from workflow_scripts.common.logs import job_log
 
 PLOTS = {
@@ -19,18 +19,44 @@ PLOTS = {
 def tables_job(smk) -> None:
     """Rule `tables`: the run's per-instance results into every table of DESIGN's contract.
 
-    transitions.json is read only when the rule lists it among its inputs.
+    transitions.json is read only when the rule lists it among its inputs. With
+    `params.runs` (run key: model, condition, seed), every run is read: the contract's
+    tables are over the main condition with each instance averaged over its seeds
+    (errors.csv counts every seed's video; the transition labels of every seed are
+    pooled), and the sensitivity tables whose outputs the rule lists are written too.
     """
+    params = smk.params
+    runs = getattr(params, "runs", None)
+    covered = getattr(params, "conditions", {})
     with job_log(smk):
         instances = instance_table(smk.input.selected, smk.input.taxonomy, smk.input.overlap)
-        results, pairs = collect(
+        if runs is not None:
+            runs = {
+                key: {**run, "instances": covered.get(run["condition"])}
+                for key, run in runs.items()
+            }
+        every, pairs = collect(
             instances,
-            smk.params.models,
+            params.models,
             smk.config["outdir"],
             transitions=bool(smk.input.get("transitions")),
-            no_checkpoints=smk.params.no_checkpoints,
+            no_checkpoints=params.no_checkpoints,
+            runs=runs,
         )
-        tables = all_tables(results, pairs, smk.params.vbvr_pairs, smk.params.pool)
+        main = every[every["condition"] == "default"]
+        pairs = pairs[pairs["condition"] == "default"]
+        averaged = sensitivity.average_seeds(main).drop(columns="seeds_ok")
+        tables = all_tables(averaged, pairs, params.vbvr_pairs, params.pool)
+        tables["errors"] = errors(main.reset_index(drop=True))
+        wanted = set(smk.output.keys())
+        if wanted & set(sensitivity.CONDITION_TABLES):
+            tables |= sensitivity.conditions(every, covered)
+        if "seed_variance" in wanted:
+            tables["seed_variance"] = sensitivity.seed_variance(every)
+        if "subset_stability" in wanted:
+            tables["subset_stability"] = sensitivity.subset_stability(
+                every, instances, params.subset_seed
+            )
         for name, table in tables.items():
             table.to_csv(smk.output[name], index=False)
         print(tables["errors"].to_string(index=False))
@@ -41,3 +67,6 @@ def plots_job(smk) -> None:
     with job_log(smk):
         for name, (table, draw) in PLOTS.items():
             draw(pd.read_csv(smk.input[table]), smk.output[name])
+        if smk.output.get("conditions"):
+            tables = (pd.read_csv(smk.input[name]) for name in sensitivity.CONDITION_TABLES)
+            plots.condition_bars(*reversed(list(tables)), smk.output["conditions"])

@@ -97,3 +97,27 @@ def trajectory_lines(table: pd.DataFrame, path: str | Path) -> Figure:
     ax.set_xticks(range(len(steps)), steps)
     ax.legend(fontsize="small")
     return _save(fig, path)
+
+
+def condition_bars(by_task: pd.DataFrame, overall: pd.DataFrame, path: str | Path) -> Figure:
+    """Figure 5: final per task (and overall) under each condition, one bar per condition
+    with its 95% CI, one panel per model (conditions_by_task.csv, conditions.csv)."""
+    table = pd.concat([by_task, overall.assign(task="overall")], ignore_index=True)
+    models, conditions = (list(dict.fromkeys(table[c])) for c in ("model", "condition"))
+    tasks = list(dict.fromkeys(table["task"]))
+    width = 0.8 / max(len(conditions), 1)
+    size = (1.5 + 0.35 * len(tasks) * len(conditions), 1 + 3 * max(len(models), 1))
+    fig = Figure(figsize=size, layout="constrained")
+    axes = fig.subplots(max(len(models), 1), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, model in zip(axes, models, strict=False):
+        for k, condition in enumerate(conditions):
+            rows = table[(table.model == model) & (table.condition == condition)]
+            rows = rows.set_index("task").reindex(tasks)
+            error = [rows.final - rows.final_ci_low, rows.final_ci_high - rows.final]
+            x = np.arange(len(tasks)) + (k - (len(conditions) - 1) / 2) * width
+            ax.bar(x, rows.final, width, yerr=np.nan_to_num(error), capsize=2, label=condition)
+        ax.set(title=model, ylabel="final", ylim=(0, 1))
+    axes[-1].set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(conditions), fontsize="small")
+    return _save(fig, path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,8 +10,11 @@ from pathlib import Path
 import pandas as pd
 
 from vgi_models.registry import ModelSpec, load_registry, problems_of
+from workflow_scripts.benchmark.conditions import load_conditions
+from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
 from workflow_scripts.benchmark.videos import find_videos
+from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
 
 
@@ -31,6 +35,8 @@ class Study:
     """The selected models and instances, and the denoising checkpoints to decode.
 
     `videos` holds, for each model with `source: videos`, its video of every instance.
+    `conditions` holds each input condition's instance table (the main run, `default`,
+    is `instances`); `seeds` the config's `seeds` (None: each model's registry seed).
     """
 
     models: dict[str, ModelSpec]
@@ -38,15 +44,48 @@ class Study:
     steps: tuple[int, ...]
     decode: str
     videos: dict[str, dict[str, str]] = field(default_factory=dict)
+    conditions: dict[str, pd.DataFrame] = field(default_factory=dict)
+    seeds: tuple[int, ...] | None = None
+
+    def registry_seed(self, model: str) -> int | None:
+        return (self.models[model].generation or {}).get("seed")
+
+    def seeds_of(self, model: str) -> list[int | None]:
+        """The model's seeds, None for the registry's (its runs keep the plain paths)."""
+        if self.seeds is None or not self.models[model].generates:
+            return [None]
+        own = self.registry_seed(model)
+        return [None if seed == own else seed for seed in self.seeds]
+
+    def instances_of(self, condition: str) -> pd.DataFrame:
+        """The instance table of `condition` (`default`: the run's)."""
+        return self.instances if condition == DEFAULT_CONDITION else self.conditions[condition]
+
+    @property
+    def runs(self) -> dict[str, tuple[str, str, int | None]]:
+        """Every run key (`common.layout.run_key`) of the study: (model, condition, seed).
+
+        Conditions and seeds apply to the models the workflow generates; a model with
+        `source: videos` has its main run only."""
+        runs = {}
+        for model, spec in self.models.items():
+            conditions = [DEFAULT_CONDITION, *(self.conditions if spec.generates else ())]
+            for condition in conditions:
+                for seed in self.seeds_of(model):
+                    runs[run_key(model, condition, seed)] = (model, condition, seed)
+        return runs
 
     @property
     def generated(self) -> list[str]:
         """The models whose videos (and checkpoints) the workflow generates."""
         return [key for key, spec in self.models.items() if spec.generates]
 
-    def generation_params(self, model: str) -> str:
-        """The settings that determine a model's videos, as a stable JSON string."""
-        settings = self.models[model].settings()
+    def generation_params(self, model: str, seed: int | None = None) -> str:
+        """The settings that determine a model's videos, as a stable JSON string (`seed`:
+        in place of the registry's)."""
+        settings = copy.deepcopy(self.models[model].settings())
+        if seed is not None:
+            settings["generation"]["seed"] = seed
         settings["denoise"] = {"steps": list(self.steps), "decode": self.decode}
         return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
@@ -69,6 +108,11 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         problems += getattr(err, "problems", [str(err)])
         table = None
     models = {key: specs[key] for key in config["models"] if key in specs}
+    conditions = {}
+    if table is not None and config.get("conditions"):
+        with ImageCheck(image_cache) as check:
+            conditions, found = load_conditions(config["conditions"], table, check)
+        problems += found
     videos = {}
     for key, spec in models.items():
         if table is not None and not spec.generates and Path(spec.videos).is_dir():
@@ -82,6 +126,8 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         steps=tuple(sorted(denoise["steps"])),
         decode=denoise["decode"],
         videos=videos,
+        conditions=conditions,
+        seeds=tuple(config["seeds"]) if config.get("seeds") else None,
     )
 
 

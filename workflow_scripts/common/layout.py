@@ -8,13 +8,53 @@ and write one folder per stage beside the instances' folders, one entry per inst
     <outdir>/<model>/<task>/transitions/<instance>.json   the checkpoint pairs' labels
     <outdir>/<model>/<task>/judge_checkpoints/<instance>/ stepNN/{completeness,rubric,score}.json,
                                                           checkpoint_scores.json
+
+A run under another input condition or another seed (DESIGN, "Input conditions and
+seeds") has the same layout under its own run key in place of `<model>`:
+`<model>@<condition>` (condition `default` left out), then `@seed<s>` for a seed other
+than the registry's: `tiny_wan22@lineart`, `tiny_wan22@seed1`, `tiny_wan22@lineart@seed1`.
+The main run (condition `default`, the registry's seed) keeps the plain `<model>`.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 STAGES = ("judge", "transitions", "judge_checkpoints")  # never an instance id (<task>_lv<N>_<id>)
+DEFAULT_CONDITION = "default"
+CONDITION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # and not seed<digits>, not default
+SEED_PART = re.compile(r"seed(-?[0-9]+)")
+
+
+def run_key(model: str, condition: str = DEFAULT_CONDITION, seed: int | None = None) -> str:
+    """The folder name of a model's run under `condition` with `seed` (None: the registry's)."""
+    parts = [model]
+    if condition != DEFAULT_CONDITION:
+        parts.append(condition)
+    if seed is not None:
+        parts.append(f"seed{seed}")
+    return "@".join(parts)
+
+
+def parse_run_key(key: str) -> tuple[str, str, int | None]:
+    """(model, condition, seed) of a run key; seed None for the registry's."""
+    model, *rest = key.split("@")
+    seed = None
+    if rest and (match := SEED_PART.fullmatch(rest[-1])):
+        seed, rest = int(match[1]), rest[:-1]
+    if len(rest) > 1:
+        raise ValueError(f"not a run key: {key!r}")
+    return model, rest[0] if rest else DEFAULT_CONDITION, seed
+
+
+def condition_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a condition (it is part of folder names), or None."""
+    if name == DEFAULT_CONDITION:
+        return "`default` is the main run; it takes no overrides"
+    if not CONDITION_NAME.fullmatch(name) or SEED_PART.fullmatch(name):
+        return "a condition name is a letter then letters, digits or _, and not seed<N>"
+    return None
 
 
 def run_folder(outdir: str | Path, model: str, task: str, instance: str) -> Path:
