@@ -179,8 +179,9 @@ def test_labels_by_click_and_key_are_saved_and_the_vlm_label_shows_only_after(ru
     ]
     assert sorted(p.name for p in labels.parent.iterdir()) == ["human.csv"]  # no temp files
     config, study, _ = load_run([run / "config.yaml"])  # what the workflow will read
-    human = load_transitions(config, study).human_params("tiny_wan22", "sorting_lv1_002")
-    assert json.loads(human) == [{"from": 1, "to": 2, "label": "unrecognizable"}]
+    human = load_transitions(config, study).human_params("tiny_wan22", ["sorting_lv1_002"])
+    labels = {"sorting_lv1_002": [{"from": 1, "to": 2, "label": "unrecognizable"}]}
+    assert json.loads(human) == labels  # by instance, for its task's job
 
     # Work resumes where it stopped: the first pair still without a label.
     with Server(run) as server:
