@@ -12,9 +12,14 @@ import workflow_scripts
 from workflow_scripts.benchmark.instances import TASK_NAME
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
-from workflow_scripts.common.layout import STAGES
+from workflow_scripts.common.layout import STAGES, judge_folder
 from workflow_scripts.judge.checkpoints import checkpoint_steps
-from workflow_scripts.judge.settings import instance_params, judge_params
+from workflow_scripts.judge.settings import (
+    MAIN,
+    instance_params,
+    judge_configs,
+    judge_params,
+)
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.transitions.settings import load_transitions
 
@@ -42,6 +47,12 @@ try:
     # What determines each VLM rule's answers, its prompt templates included (per rule:
     # a template edit reruns only the rule whose calls read it).
     JUDGE_PARAMS = judge_params(config["judge"])
+    # The judge variants (`judges:`, each merged over `judge`), by name; `main` is not one.
+    VARIANTS = {
+        name: judge_params(settings)
+        for name, settings in judge_configs(config).items()
+        if name != MAIN
+    }
     TRANSITION_PARAMS = judge_params(config["judge"], ["transition"])
 except ValueError as err:  # StudyError included
     raise WorkflowError(str(err)) from None
@@ -145,6 +156,16 @@ def per_task(stage, models=STUDY.models):
     return [f"{OUT}/{model}/{task}/{stage}" for model in models for task in TASKS]
 
 
+def per_variant(models=STUDY.models):
+    """The folders of every judge variant (rule judge_variant) for every (model, task)."""
+    return [
+        str(judge_folder(OUT, model, task, name))
+        for name in VARIANTS
+        for model in models
+        for task in TASKS
+    ]
+
+
 def model_resource(name, default):
     """A per-model resource from the registry's `resources`."""
     return lambda wildcards: STUDY.models[wildcards.model].resources.get(name, default)
@@ -187,6 +208,17 @@ def judge_enabled():
             f"judge.enabled is true, but ${variable} (the judge's API key, named by "
             "judge.api_key_env) is not set."
         )
+    if enabled:
+        missing = {
+            settings["api_key_env"]
+            for name, settings in judge_configs(config).items()
+            if name != MAIN and not os.environ.get(settings["api_key_env"], "").strip()
+        }
+        if missing and workflow.is_main_process:
+            raise WorkflowError(
+                f"judges: the variants' API key variable(s) {', '.join(sorted(missing))} "
+                "(named by their api_key_env) are not set."
+            )
     return enabled
 
 

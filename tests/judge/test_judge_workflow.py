@@ -40,7 +40,8 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
         assert again.returncode == 0, again.stdout[-3000:]
         assert len(fake.requests) == paid  # every call of the rerun came from the cache
 
-        # A replaced window template: judge reruns (params changed), generate does not,
+        # A replaced window template: judge reruns (params changed; one job for the
+        # (model, task)), generate does not,
         # and only the window calls are new (completeness and verdict texts are unchanged).
         prompts = tmp_path / "prompts"
         prompts.mkdir()
@@ -49,10 +50,10 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
         config["judge"]["prompts"] = str(prompts)
         dry = snakemake(tmp_path, config, "-n", "judge_all")
         assert dry.returncode == 0, dry.stdout[-3000:]
-        assert jobs(dry.stdout) == {"judge": 2, "judge_all": 1}
+        assert jobs(dry.stdout) == {"judge": 1, "judge_all": 1}
         reasons = [line for line in dry.stdout.splitlines() if line.strip().startswith("reason:")]
         changed = [line for line in reasons if "Params have changed since last execution" in line]
-        assert len(changed) == 2, dry.stdout[-2500:]
+        assert len(changed) == 1, dry.stdout[-2500:]
         third = snakemake(tmp_path, config, "judge_all")
         assert third.returncode == 0, third.stdout[-3000:]
         new = fake.requests[paid:]
@@ -70,7 +71,7 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
         assert (score["rubric"], score["final"], score["strict_success"]) == (0.875, 0.875, False)
         assert (score["calls"], score["cached_calls"]) == (1, 2)
         for name in ("completeness", "rubric"):
-            assert (path.parent / "judge" / f"{name}.json").is_file()
+            assert (path.parent / f"{name}.json").is_file()
     # 3 calls a video (completeness, one window, the verdict), each paid once (none retried);
     # the third run paid the new window call and took the other two from the cache
     assert json.loads(scores[0].read_text())["cached_calls"] == 2 and paid == 2 * 3

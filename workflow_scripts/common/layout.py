@@ -8,6 +8,11 @@ and write one folder per stage beside the instances' folders, one entry per inst
     <outdir>/<model>/<task>/transitions/<instance>.json   the checkpoint pairs' labels
     <outdir>/<model>/<task>/judge_checkpoints/<instance>/ stepNN/{completeness,rubric,score}.json,
                                                           checkpoint_scores.json
+
+A judge variant (`judges.<name>`) scores the same videos; its documents live apart, by
+name, in the main judge's layout (the main judge, `main`, keeps the paths above):
+
+    <outdir>/judges/<name>/<model>/<task>/judge/<instance>/  completeness, rubric, score.json
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 STAGES = ("judge", "transitions", "judge_checkpoints")  # never an instance id (<task>_lv<N>_<id>)
+MAIN = "main"  # the main judge (`judge:`); `judges:` names the variants
+VARIANTS = "judges"  # the folder under the outdir holding the variants' documents
 
 
 def run_folder(outdir: str | Path, model: str, task: str, instance: str) -> Path:
@@ -27,13 +34,21 @@ def stage_folder(outdir: str | Path, model: str, task: str, stage: str) -> Path:
     return Path(outdir) / model / task / stage
 
 
-def judged(outdir: str | Path, model: str, task: str, instance: str) -> Path:
+def judge_folder(outdir: str | Path, model: str, task: str, judge: str = MAIN) -> Path:
+    """The folder the judge named `judge` writes for a (model, task): rule `judge` for the
+    main judge, rule `judge_variant` for a variant of `judges:`."""
+    if judge == MAIN:
+        return stage_folder(outdir, model, task, "judge")
+    return stage_folder(Path(outdir) / VARIANTS / judge, model, task, "judge")
+
+
+def judged(outdir: str | Path, model: str, task: str, instance: str, judge: str = MAIN) -> Path:
     """The judge's documents of the instance's video: completeness, rubric and score.json."""
-    return stage_folder(outdir, model, task, "judge") / instance
+    return judge_folder(outdir, model, task, judge) / instance
 
 
-def score_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:
-    return judged(outdir, model, task, instance) / "score.json"
+def score_file(outdir: str | Path, model: str, task: str, instance: str, judge: str = MAIN) -> Path:
+    return judged(outdir, model, task, instance, judge) / "score.json"
 
 
 def transitions_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:
