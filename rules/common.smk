@@ -4,6 +4,7 @@ import os
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
@@ -61,6 +62,11 @@ if STUDY.videos and workflow.is_main_process:
         f"No transition labels for {', '.join(STUDY.videos)}: videos made elsewhere "
         "have no denoising checkpoints."
     )
+
+JUDGES = [MAIN, *VARIANTS]  # every judge of the run, by name
+RELIABILITY = config["judge_reliability"]
+# Human preferences configured: rule judge_reliability is part of `all`.
+HUMANS = bool(RELIABILITY["preferences"] or RELIABILITY["rankings"])
 
 INSTANCES = STUDY.instances
 IMAGE = INSTANCES["image"].to_dict()
@@ -164,6 +170,26 @@ def per_variant(models=STUDY.models):
         for model in models
         for task in TASKS
     ]
+
+
+def preference_files(wildcards):
+    """Input function: the imported preference pairs (`judge_reliability.preferences`);
+    rule judge_reliability without any human preferences is an error saying so."""
+    files = [path for path in [RELIABILITY["preferences"]] if path]
+    if not files and not ranking_files(wildcards):
+        raise WorkflowError(
+            "judge_reliability needs human preferences: set judge_reliability.preferences "
+            "(a CSV: instance, model_a, model_b, preferred (a|b|tie), annotator) or "
+            "judge_reliability.rankings (the preference page's folder, with rankings in it)."
+        )
+    return files
+
+
+def ranking_files(wildcards):
+    """Input function: the preference page's rankings, `<annotator>.csv` in the folder
+    `judge_reliability.rankings` (python -m workflow_scripts.annotate preferences)."""
+    folder = RELIABILITY["rankings"]
+    return sorted(str(path) for path in Path(folder).glob("*.csv")) if folder else []
 
 
 def model_resource(name, default):

@@ -57,7 +57,10 @@ def judge_reliability_job(smk) -> None:
     preference page's rankings) merged, against every judge's finals."""
     with job_log(smk):
         instances, finals = _finals(smk)
-        rankings = [pd.read_csv(path, dtype={"rank": float}) for path in smk.input.rankings]
+        rankings = [
+            pd.read_csv(path, dtype={"instance": str, "model": str, "rank": float})
+            for path in smk.input.rankings
+        ]
         pairs, dropped = reliability.preference_pairs(smk.input.preferences, rankings)
         pairs, outside = reliability.known(pairs, instances.index, smk.params.models)
         print(

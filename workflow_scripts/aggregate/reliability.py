@@ -72,11 +72,13 @@ def read_preferences(path: str | Path) -> pd.DataFrame:
 
 
 def ranking_pairs(rankings: pd.DataFrame) -> pd.DataFrame:
-    """Every pair of models one annotator ranked on one instance (rank 1 the best; equal
-    ranks a tie); a model without a rank (a skipped triplet) gives no pair."""
+    """Every pair of models one annotator ranked together (on one instance, in one
+    `triplet` where the column is there; rank 1 the best, equal ranks a tie); a model
+    without a rank (a skipped triplet) gives no pair."""
     rows = []
     ranked = rankings.dropna(subset=["rank"])
-    for (instance, annotator), group in ranked.groupby(["instance", "annotator"], sort=False):
+    keys = ["instance", "annotator", *(["triplet"] if "triplet" in rankings.columns else [])]
+    for (instance, annotator, *_), group in ranked.groupby(keys, sort=False):
         ranks = dict(zip(group["model"], group["rank"].astype(float), strict=True))
         for a, b in itertools.combinations(sorted(ranks), 2):
             preferred = "tie" if ranks[a] == ranks[b] else "a" if ranks[a] < ranks[b] else "b"

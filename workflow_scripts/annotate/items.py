@@ -28,7 +28,7 @@ from workflow_scripts.common.config import check
 from workflow_scripts.common.files import FILE_MODE
 from workflow_scripts.transitions.settings import HUMAN_COLUMNS, Pair, load_transitions
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # workflow_scripts/annotate/items.py
 
 
 @dataclass(frozen=True)
