@@ -254,14 +254,15 @@ def judge_targets(targets):
 
 
 def report_judge_errors(failed=False):
-    """Log how many scores and transition labels are errors, when this run wrote any; after
-    a failed run, the judge service failure that stopped it, if one did."""
+    """Log how many scores (the main judge's and the variants') and transition labels are
+    errors, when this run wrote any; after a failed run, the judge service failure that
+    stopped it, if one did."""
     if not judge_enabled():
         return
     if failed and (line := service_failure_line(f"{OUT}/logs", RUN_STARTED)):
         logger.error(line)
     line = judge_errors_line(
-        rules.judge_all.input,
+        [*rules.judge_all.input, *rules.judges_all.input],  # the variants' scores too
         rules.transitions_all.input,
         RUN_STARTED,
         f"{OUT}/judge_errors.csv",

@@ -56,6 +56,7 @@ def test_variants_score_the_same_videos_apart_and_share_the_cache(tmp_path, monk
         assert jobs(dry.stdout) == {"judge_variant": 2, "judges_all": 1}  # no judge, no generate
         run = snakemake(tmp_path, config, "judge_all", "judges_all")
         assert run.returncode == 0, run.stdout[-3000:]
+        assert "Judge: errors in 0 of 6 scores" in run.stdout  # main's 2 and the variants' 4
         again = snakemake(tmp_path, config, "-n", "judge_all", "judges_all")
         assert "Nothing to be done" in again.stdout, again.stdout[-2000:]
 
