@@ -202,3 +202,17 @@ def test_judge_agreement_without_people(run):
     assert rows.loc[("main", "reversed"), "spearman"] == pytest.approx(-1.0)
     by_slice = pd.read_csv(tmp_path / "results/tables/judge_agreement_by_slice.csv")
     assert set(by_slice["slice_kind"]) == {"domain", "skill"}
+
+
+def test_judge_reliability_without_people_is_an_error_saying_what_to_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_VLM_KEY", KEY)
+    config = default_config(tmp_path)
+    config["judge"] = {"enabled": True, "api_key_env": "FAKE_VLM_KEY"}
+    result = snakemake(tmp_path, config, "-n", "judge_reliability")
+    assert result.returncode != 0
+    assert "judge_reliability needs human preferences: set judge_reliability.preferences" in (
+        result.stdout
+    )
+    plain = snakemake(tmp_path, config, "-n")  # and `all` does not ask for it
+    assert plain.returncode == 0, plain.stdout[-2000:]
+    assert not {"judge_reliability", "judge_agreement", "judge_variant"} & set(jobs(plain.stdout))
