@@ -44,6 +44,10 @@ rule all:
         judge_targets(rules.label_agreement.output if TRANSITIONS.human else []),
         judge_targets(rules.plots.output),
         judge_targets(rules.trajectory_scores.output if CHECKPOINTS else []),
+        judge_targets(rules.judge_agreement.output if VARIANTS else []),
+        judge_targets(
+            rules.judge_reliability.output if RELIABILITY["preferences"] else []
+        ),
         rules.gallery.output.index,
         rules.export_official_all.input,
 

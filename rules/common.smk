@@ -5,6 +5,7 @@ import re
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
@@ -13,9 +14,14 @@ import workflow_scripts
 from workflow_scripts.benchmark.instances import TASK_NAME
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
-from workflow_scripts.common.layout import DEFAULT_CONDITION, STAGES
+from workflow_scripts.common.layout import DEFAULT_CONDITION, STAGES, judge_folder
 from workflow_scripts.judge.checkpoints import checkpoint_steps
-from workflow_scripts.judge.settings import instance_params, judge_params
+from workflow_scripts.judge.settings import (
+    MAIN,
+    instance_params,
+    judge_configs,
+    judge_params,
+)
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.transitions.settings import load_transitions
 
@@ -43,6 +49,12 @@ try:
     # What determines each VLM rule's answers, its prompt templates included (per rule:
     # a template edit reruns only the rule whose calls read it).
     JUDGE_PARAMS = judge_params(config["judge"])
+    # The judge variants (`judges:`, each merged over `judge`), by name; `main` is not one.
+    VARIANTS = {
+        name: judge_params(settings)
+        for name, settings in judge_configs(config).items()
+        if name != MAIN
+    }
     TRANSITION_PARAMS = judge_params(config["judge"], ["transition"])
 except ValueError as err:  # StudyError included
     raise WorkflowError(str(err)) from None
@@ -51,6 +63,11 @@ if STUDY.videos and workflow.is_main_process:
         f"No transition labels for {', '.join(STUDY.videos)}: videos made elsewhere "
         "have no denoising checkpoints."
     )
+
+JUDGES = [MAIN, *VARIANTS]  # every judge of the run, by name
+RELIABILITY = config["judge_reliability"]
+# Human preferences configured: rule judge_reliability is part of `all`.
+HUMANS = bool(RELIABILITY["preferences"] or RELIABILITY["rankings"])
 
 INSTANCES = STUDY.instances
 # Every run: the `model` wildcard is a run key (common.layout.run_key): the model's plain
@@ -196,6 +213,37 @@ def per_task(stage, models=STUDY.models, main_only=False):
     ]
 
 
+def per_variant(models=STUDY.models):
+    """The folders of every judge variant (rule judge_variant) for every (model, task) of
+    the main run (condition `default`, the registry's seed)."""
+    return [
+        str(judge_folder(OUT, model, task, name))
+        for name in VARIANTS
+        for model in models
+        for task in TASKS[DEFAULT_CONDITION]
+    ]
+
+
+def preference_files(wildcards):
+    """Input function: the imported preference pairs (`judge_reliability.preferences`);
+    rule judge_reliability without any human preferences is an error saying so."""
+    files = [path for path in [RELIABILITY["preferences"]] if path]
+    if not files and not ranking_files(wildcards):
+        raise WorkflowError(
+            "judge_reliability needs human preferences: set judge_reliability.preferences "
+            "(a CSV: instance, model_a, model_b, preferred (a|b|tie), annotator) or "
+            "judge_reliability.rankings (the preference page's folder, with rankings in it)."
+        )
+    return files
+
+
+def ranking_files(wildcards):
+    """Input function: the preference page's rankings, `<annotator>.csv` in the folder
+    `judge_reliability.rankings` (python -m workflow_scripts.annotate preferences)."""
+    folder = RELIABILITY["rankings"]
+    return sorted(str(path) for path in Path(folder).glob("*.csv")) if folder else []
+
+
 def model_resource(name, default):
     """A per-model resource from the registry's `resources`."""
     return lambda w: STUDY.models[RUNS[w.model][0]].resources.get(name, default)
@@ -238,6 +286,17 @@ def judge_enabled():
             f"judge.enabled is true, but ${variable} (the judge's API key, named by "
             "judge.api_key_env) is not set."
         )
+    if enabled:
+        missing = {
+            settings["api_key_env"]
+            for name, settings in judge_configs(config).items()
+            if name != MAIN and not os.environ.get(settings["api_key_env"], "").strip()
+        }
+        if missing and workflow.is_main_process:
+            raise WorkflowError(
+                f"judges: the variants' API key variable(s) {', '.join(sorted(missing))} "
+                "(named by their api_key_env) are not set."
+            )
     return enabled
 
 
@@ -247,14 +306,15 @@ def judge_targets(targets):
 
 
 def report_judge_errors(failed=False):
-    """Log how many scores and transition labels are errors, when this run wrote any; after
-    a failed run, the judge service failure that stopped it, if one did."""
+    """Log how many scores (the main judge's and the variants') and transition labels are
+    errors, when this run wrote any; after a failed run, the judge service failure that
+    stopped it, if one did."""
     if not judge_enabled():
         return
     if failed and (line := service_failure_line(f"{OUT}/logs", RUN_STARTED)):
         logger.error(line)
     line = judge_errors_line(
-        rules.judge_all.input,
+        [*rules.judge_all.input, *rules.judges_all.input],  # the variants' scores too
         rules.transitions_all.input,
         RUN_STARTED,
         f"{OUT}/judge_errors.csv",

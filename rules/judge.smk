@@ -23,6 +23,35 @@ rule judge_all:
         per_task("judge"),
 
 
+# A judge variant of `judges:` on the same videos, its documents by name (common.layout);
+# a call the main judge or another variant already made comes from the shared cache.
+rule judge_variant:
+    input:
+        videos=task_runs(f"{RUN}/video.mp4"),
+        images=task_images,
+    output:
+        directory(str(judge_folder(OUT, "{model}", "{task}", "{judge}"))),
+    log:
+        f"{OUT}/logs/judge_variant/{{judge}}/{{model}}/{{task}}.log",
+    wildcard_constraints:
+        judge=one_of(VARIANTS),
+    localrule: True
+    conda:
+        "../envs/judge.yaml"
+    resources:
+        judge_api=1,
+    params:
+        judge=lambda w: VARIANTS[w.judge],
+        instances=task_instances,
+    script:
+        "../workflow_scripts/entry/judge.py"
+
+
+rule judges_all:
+    input:
+        per_variant(),
+
+
 rule judge_checkpoints:
     input:
         denoise=task_runs(f"{RUN}/denoise"),

@@ -119,3 +119,73 @@ rule trajectory_scores:
         "../envs/analysis.yaml"
     script:
         "../workflow_scripts/entry/trajectory_scores.py"
+
+
+# Trusting the judge: every judge against the human preference pairs (Tables 3, 14, 15).
+rule judge_reliability:
+    input:
+        scores=rules.judge_all.input,
+        variants=per_variant(),
+        selected=f"{OUT}/instances/selected.csv",
+        taxonomy=config["benchmark"]["taxonomy"],
+        overlap=config["benchmark"]["overlap"],
+        preferences=preference_files,
+        rankings=ranking_files,
+    output:
+        table=report(
+            f"{OUT}/tables/judge_reliability.csv",
+            caption="../report/judge_reliability.rst",
+            category="Judge",
+        ),
+        by_slice=report(
+            f"{OUT}/tables/judge_reliability_by_slice.csv",
+            caption="../report/judge_reliability.rst",
+            category="Judge",
+        ),
+        pairs=f"{OUT}/tables/preference_pairs.csv",
+        plot=report(
+            f"{OUT}/plots/judge_reliability.png",
+            caption="../report/judge_reliability.rst",
+            category="Judge",
+        ),
+    log:
+        f"{OUT}/logs/judge_reliability.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        models=list(STUDY.models),
+        judges=JUDGES,
+    script:
+        "../workflow_scripts/entry/judge_reliability.py"
+
+
+# Judge against judge on the same videos, without people.
+rule judge_agreement:
+    input:
+        scores=rules.judge_all.input,
+        variants=per_variant(),
+        selected=f"{OUT}/instances/selected.csv",
+        taxonomy=config["benchmark"]["taxonomy"],
+        overlap=config["benchmark"]["overlap"],
+    output:
+        table=report(
+            f"{OUT}/tables/judge_agreement.csv",
+            caption="../report/judge_agreement.rst",
+            category="Judge",
+        ),
+        by_slice=report(
+            f"{OUT}/tables/judge_agreement_by_slice.csv",
+            caption="../report/judge_agreement.rst",
+            category="Judge",
+        ),
+    log:
+        f"{OUT}/logs/judge_agreement.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        models=list(STUDY.models),
+        judges=JUDGES,
+    script:
+        "../workflow_scripts/entry/judge_agreement.py"

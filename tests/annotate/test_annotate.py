@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -73,24 +72,6 @@ class Server:
     def __exit__(self, *exc) -> None:
         self.process.terminate()
         self.process.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_path = shutil.which("chromedriver")
-    assert chromium and driver_path, "apt-get install -y chromium chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100"):
-        options.add_argument(flag)
-    options.add_argument("--autoplay-policy=no-user-gesture-required")
-    driver = webdriver.Chrome(options=options, service=Service(driver_path))
-    yield driver
-    driver.quit()
 
 
 def wait(condition, timeout: float = 10.0):

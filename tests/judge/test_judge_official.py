@@ -26,7 +26,8 @@ from workflow_scripts.benchmark import rubric
 from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.judge.client import loads_reply
 from workflow_scripts.judge.frames import frame_indices, official_samples, sample_times
-from workflow_scripts.judge.protocol import intervals, scores, take_verdict
+from workflow_scripts.judge.protocol import intervals
+from workflow_scripts.judge.replies import scores, take_verdict
 from workflow_scripts.judge.settings import Protocol, judge_params
 from workflow_scripts.judge.templates import HERE as TEMPLATES
 

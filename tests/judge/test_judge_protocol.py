@@ -24,7 +24,8 @@ from vgi_models.video import write_video
 from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.frames import encode_image
-from workflow_scripts.judge.protocol import intervals, judge_video, scores, windows
+from workflow_scripts.judge.protocol import intervals, judge_video, windows
+from workflow_scripts.judge.replies import scores
 from workflow_scripts.judge.settings import Protocol, judge_params
 from workflow_scripts.judge.templates import HERE as TEMPLATES
 

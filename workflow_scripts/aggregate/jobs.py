@@ -1,10 +1,10 @@
-"""The bodies of rules `tables` and `plots`."""
+"""The bodies of rules `tables`, `plots`, `judge_reliability` and `judge_agreement`."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from workflow_scripts.aggregate import plots, sensitivity
+from workflow_scripts.aggregate import plots, reliability, sensitivity
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.tables import all_tables, errors
 from workflow_scripts.common.logs import job_log
@@ -70,3 +70,47 @@ def plots_job(smk) -> None:
         if smk.output.get("conditions"):
             tables = (pd.read_csv(smk.input[name]) for name in sensitivity.CONDITION_TABLES)
             plots.condition_bars(*reversed(list(tables)), smk.output["conditions"])
+
+
+def _finals(smk) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's instances (with domain and skills) and every judge's finals."""
+    instances = instance_table(smk.input.selected, smk.input.taxonomy, smk.input.overlap)
+    finals = reliability.judge_finals(
+        instances, smk.params.models, smk.config["outdir"], smk.params.judges
+    )
+    return instances, finals
+
+
+def judge_reliability_job(smk) -> None:
+    """Rule `judge_reliability`: the human preference pairs (imported and from the
+    preference page's rankings) merged, against every judge's finals."""
+    with job_log(smk):
+        instances, finals = _finals(smk)
+        rankings = [
+            pd.read_csv(path, dtype={"instance": str, "model": str, "rank": float})
+            for path in smk.input.rankings
+        ]
+        pairs, dropped = reliability.preference_pairs(smk.input.preferences, rankings)
+        pairs, outside = reliability.known(pairs, instances.index, smk.params.models)
+        print(
+            f"{len(pairs)} preference pairs; dropped: {dropped['contradictions']} "
+            f"contradicted, {dropped['cycles']} on cycles, {outside} outside this run"
+        )
+        pairs.to_csv(smk.output.pairs, index=False)
+        overall, by_slice = reliability.reliability_tables(
+            pairs, finals, instances, smk.params.judges
+        )
+        overall.to_csv(smk.output.table, index=False)
+        by_slice.to_csv(smk.output.by_slice, index=False)
+        plots.reliability_bars(overall, smk.output.plot)
+        print(overall.to_string(index=False))
+
+
+def judge_agreement_job(smk) -> None:
+    """Rule `judge_agreement`: every pair of judges on the same videos, without people."""
+    with job_log(smk):
+        instances, finals = _finals(smk)
+        overall, by_slice = reliability.agreement_tables(finals, instances, smk.params.judges)
+        overall.to_csv(smk.output.table, index=False)
+        by_slice.to_csv(smk.output.by_slice, index=False)
+        print(overall.to_string(index=False))

@@ -120,4 +120,26 @@ def condition_bars(by_task: pd.DataFrame, overall: pd.DataFrame, path: str | Pat
     axes[-1].set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(conditions), fontsize="small")
+
+
+def reliability_bars(table: pd.DataFrame, path: str | Path) -> Figure:
+    """Tables 3/14: each judge's ROC-AUC and pairwise accuracy against the human
+    preference pairs, with their 95% CIs (judge_reliability.csv)."""
+    judges = list(table["judge"])
+    fig = Figure(figsize=(2.5 + 0.9 * max(len(judges), 1), 3.5), layout="constrained")
+    ax = fig.subplots()
+    if not judges:
+        ax.text(0.5, 0.5, "no judge", ha="center", va="center")
+        return _save(fig, path)
+    x = np.arange(len(judges))
+    for k, (metric, label) in enumerate([("auc", "ROC-AUC"), ("pairwise_accuracy", "accuracy")]):
+        value = table[metric].to_numpy(float)
+        error = np.nan_to_num(
+            [value - table[f"{metric}_lo"].to_numpy(float), table[f"{metric}_hi"] - value]
+        )
+        ax.bar(x + (k - 0.5) * 0.4, value, 0.4, yerr=error, capsize=3, label=label)
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set(ylabel="agreement with people", ylim=(0, 1))
+    ax.set_xticks(x, [f"{j}\n(n={n})" for j, n in zip(judges, table["n_pairs"], strict=True)])
+    ax.legend(fontsize="small")
     return _save(fig, path)

@@ -1,5 +1,13 @@
-"""`python -m workflow_scripts.annotate`: the annotation page (`server`)."""
+"""`python -m workflow_scripts.annotate`: the transition labelling page (`server`);
+`python -m workflow_scripts.annotate preferences ...`: the preference page."""
 
-from workflow_scripts.annotate.server import main
+import sys
 
-main()
+if sys.argv[1:2] == ["preferences"]:
+    from workflow_scripts.annotate.preferences import main
+
+    main(sys.argv[2:])
+else:
+    from workflow_scripts.annotate.server import main
+
+    main()

@@ -14,6 +14,11 @@ seeds") has the same layout under its own run key in place of `<model>`:
 `<model>@<condition>` (condition `default` left out), then `@seed<s>` for a seed other
 than the registry's: `tiny_wan22@lineart`, `tiny_wan22@seed1`, `tiny_wan22@lineart@seed1`.
 The main run (condition `default`, the registry's seed) keeps the plain `<model>`.
+
+A judge variant (`judges.<name>`) scores the same videos; its documents live apart, by
+name, in the main judge's layout (the main judge, `main`, keeps the paths above):
+
+    <outdir>/judges/<name>/<model>/<task>/judge/<instance>/  completeness, rubric, score.json
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ def condition_name_problem(name: str) -> str | None:
     return None
 
 
+MAIN = "main"  # the main judge (`judge:`); `judges:` names the variants
+VARIANTS = "judges"  # the folder under the outdir holding the variants' documents
+
+
 def run_folder(outdir: str | Path, model: str, task: str, instance: str) -> Path:
     """The instance's generation: video.mp4, denoise/, generation.json."""
     return Path(outdir) / model / task / instance
@@ -67,13 +76,21 @@ def stage_folder(outdir: str | Path, model: str, task: str, stage: str) -> Path:
     return Path(outdir) / model / task / stage
 
 
-def judged(outdir: str | Path, model: str, task: str, instance: str) -> Path:
+def judge_folder(outdir: str | Path, model: str, task: str, judge: str = MAIN) -> Path:
+    """The folder the judge named `judge` writes for a (model, task): rule `judge` for the
+    main judge, rule `judge_variant` for a variant of `judges:`."""
+    if judge == MAIN:
+        return stage_folder(outdir, model, task, "judge")
+    return stage_folder(Path(outdir) / VARIANTS / judge, model, task, "judge")
+
+
+def judged(outdir: str | Path, model: str, task: str, instance: str, judge: str = MAIN) -> Path:
     """The judge's documents of the instance's video: completeness, rubric and score.json."""
-    return stage_folder(outdir, model, task, "judge") / instance
+    return judge_folder(outdir, model, task, judge) / instance
 
 
-def score_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:
-    return judged(outdir, model, task, instance) / "score.json"
+def score_file(outdir: str | Path, model: str, task: str, instance: str, judge: str = MAIN) -> Path:
+    return judged(outdir, model, task, instance, judge) / "score.json"
 
 
 def transitions_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:

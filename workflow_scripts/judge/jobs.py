@@ -28,21 +28,30 @@ from workflow_scripts.common.files import write_json
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.judge.client import ServiceError, VLMClient
 from workflow_scripts.judge.frames import video_duration
-from workflow_scripts.judge.protocol import SCORE_KEYS, judge_video
-from workflow_scripts.judge.settings import Protocol
+from workflow_scripts.judge.protocol import judge_video
+from workflow_scripts.judge.replies import SCORE_KEYS
+from workflow_scripts.judge.settings import MAIN, Protocol, judge_configs
 from workflow_scripts.judge.summary import FAILURE
+
+
+def client_config(smk) -> dict:
+    """The judge config the job's client is made from: `judge`, or for a job of rule
+    `judge_variant` (wildcard `judge`) that variant of `judges:` merged over it."""
+    name = getattr(getattr(smk, "wildcards", None), "judge", MAIN)
+    return judge_configs(smk.config)[name]
 
 
 def run_vlm(smk, work: Callable) -> list:
     """`await work(client)` for Snakemake's job `smk`, under one client made from the run's
-    `judge` config (backend, key variable, endpoint, pacing: never params), caching calls
-    under `<outdir>/cache/judge`, one log line per call. A failure of the service ends the
-    job with a message and exit status 1 before anything is written."""
+    judge config (`client_config`: backend, key variable, endpoint, pacing: never params),
+    caching calls under `<outdir>/cache/judge`, shared by every judge and variant, one log
+    line per call. A failure of the service ends the job with a message and exit status 1
+    before anything is written."""
     logging.getLogger("workflow_scripts.judge").setLevel(logging.INFO)
     cache = Path(smk.config["outdir"]) / "cache" / "judge"
 
     async def main() -> list:
-        async with VLMClient.from_config(smk.config["judge"], cache) as client:
+        async with VLMClient.from_config(client_config(smk), cache) as client:
             return await work(client)
 
     try:

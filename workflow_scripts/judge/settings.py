@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from workflow_scripts.common.layout import MAIN  # the judge of `judge:` itself
 from workflow_scripts.judge.templates import load_templates
 
 # Which tasks' rubric windows get which ground truth (DESIGN, "Judge protocol"): data, in
@@ -70,6 +71,9 @@ RUN_SETTINGS = (
     "checkpoints",  # which videos are judged (rule judge_checkpoints), not how
 )
 JUDGE_CALLS = ("completeness", "window", "verdict")  # rule judge; label_transitions: transition
+# What a variant of `judges:` leaves to the main judge: whether the VLM stages run, and
+# which checkpoint videos are judged (variants judge the final videos only).
+NOT_IN_VARIANTS = ("enabled", "checkpoints")
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,26 @@ def judge_params(judge_config: Mapping, calls=JUDGE_CALLS) -> str:
     settings["protocol"] = asdict(Protocol(**judge_config.get("protocol", {})))
     settings["prompts"] = load_templates(judge_config.get("prompts"), calls)
     return json.dumps(settings, sort_keys=True, ensure_ascii=False)
+
+
+def variant_config(judge_config: Mapping, variant: Mapping) -> dict:
+    """The judge settings of a variant (`judges.<name>`): its keys over `judge`'s, the
+    protocol's constants merged key by key (a variant's `prompts` folder replaces the
+    main judge's)."""
+    merged = {**judge_config, **variant}
+    merged["protocol"] = {**judge_config.get("protocol", {}), **variant.get("protocol", {})}
+    return merged
+
+
+def judge_configs(config: Mapping) -> dict[str, dict]:
+    """Every judge of the run by name: `main` (`judge:`) first, then the variants."""
+    judge = dict(config.get("judge", {}))
+    variants = config.get("judges") or {}
+    if MAIN in variants:
+        raise ValueError(
+            f"judges: {MAIN!r} is the main judge (`judge:`); name the variant otherwise"
+        )
+    return {MAIN: judge, **{name: variant_config(judge, v) for name, v in variants.items()}}
 
 
 def instance_params(row: Mapping) -> dict:

@@ -1,0 +1,196 @@
+"""The preference page in headless Chromium through the documented command: two
+annotators rank triplets of four models' videos (made elsewhere) judged by the main judge
+and two variants on FakeVLM, one triplet skipped, and rule judge_reliability turns the
+rankings into pairs and tables; the draw and the assignment behind the page."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.aggregate.test_reliability_workflow import Graded, write_study
+from tests.annotate.test_annotate import press, text, wait
+from tests.support.fake_vlm import FakeVLM
+from tests.support.workflow import REPO, snakemake
+from workflow_scripts.annotate.items import load_run
+from workflow_scripts.annotate.preferences import Triplet, assigned, draw
+
+KEY = "test-key-pref"
+
+
+class Server:
+    """`python -m workflow_scripts.annotate preferences` as documented; `url` as printed."""
+
+    def __init__(self, workdir: Path, *args: str) -> None:
+        command = [sys.executable, "-m", "workflow_scripts.annotate", "preferences"]
+        command += ["--configfile", "config.yaml", *args]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.process = subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=subprocess.PIPE, text=True
+        )
+        self.url = self.process.stdout.readline().strip()
+        assert self.url.startswith("http://127.0.0.1:"), self.url
+        self.summary = self.process.stdout.readline().strip()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def rows(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """Four models' videos judged by main and two variants; the config the page reads."""
+    tmp_path = tmp_path_factory.mktemp("preferences")
+    config = write_study(tmp_path)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FAKE_VLM_KEY", KEY)
+    with FakeVLM(Graded()) as fake:
+        config["judge"] = {
+            "enabled": True,
+            "model": "fake-model",
+            "base_url": fake.url,
+            "api_key_env": "FAKE_VLM_KEY",
+        }
+        config["judges"] = {"reversed": {"model": "fake-reversed"}, "small": {"model": "fake-s"}}
+        config["judge_reliability"] = {"rankings": str(tmp_path / "rankings")}
+        result = snakemake(tmp_path, config, "judge_all", "judges_all")
+        assert result.returncode == 0, result.stdout[-3000:]
+    mp.undo()
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    return tmp_path, config
+
+
+def ranks_as_shown(browser):
+    return browser.execute_script("return items.map((item) => item.ranks)")
+
+
+def test_two_annotators_rank_in_the_browser_and_the_rule_writes_the_tables(
+    judged, browser, monkeypatch
+):
+    from selenium.webdriver.common.by import By
+
+    tmp_path, config = judged
+    args = ["--triplets", "3", "--annotators", "ann1,ann2", "--per-triplet", "2"]
+    ann1 = tmp_path / "rankings" / "ann1.csv"
+    with Server(tmp_path, "--annotator", "ann1", *args) as server:
+        assert (
+            server.summary == f"3 triplets, 0 done; rankings go to {tmp_path / 'rankings/ann1.csv'}"
+        )
+        browser.get(server.url)
+        wait(lambda: text(browser, "progress") == "0 of 3 done · triplet 1 of 3")
+        items = browser.execute_script("return items")
+        instance = items[0]["instance"]
+        assert text(browser, "title") == f"{instance} · level 1"
+        _, study, _ = load_run([tmp_path / "config.yaml"])
+        task = study.instances.loc[instance]
+        assert text(browser, "prompt") == task["prompt"] and text(browser, "goal") == task["goal"]
+        assert [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#checklist li")] == list(
+            task["checklist"]
+        )
+        # spread over the tasks; no judge score, no model name anywhere the page got
+        assert sorted(item["task"] for item in items) == ["clock_running", "maze_square", "sorting"]
+        shown = {"task", "level", "instance", "prompt", "goal", "checklist", "done", "skipped"}
+        assert all(set(item) == {*shown, "ranks"} for item in items)
+        assert "ext_" not in browser.page_source + browser.execute_script(
+            "return JSON.stringify(items)"
+        )
+
+        # The three videos load and follow the left one.
+        media = "return [0, 1, 2].map((k) => document.getElementById('video' + k).readyState)"
+        wait(lambda: all(state >= 1 for state in browser.execute_script(media)))
+        browser.execute_script("video0.pause(); video0.currentTime = 0.5")
+        wait(
+            lambda: all(
+                abs(browser.execute_script(f"return video{k}.currentTime") - 0.5) < 0.05
+                for k in (1, 2)
+            )
+        )
+        browser.execute_script("video0.play()")
+        wait(lambda: browser.execute_script("return !video1.paused && !video2.paused"))
+
+        press(browser, "1")  # triplet 1 by keys: 1, 2, 3 left to right
+        press(browser, "2")
+        press(browser, "3")
+        wait(lambda: text(browser, "progress") == "1 of 3 done · triplet 2 of 3")
+        for k, rank in enumerate([2, 1, 1]):  # triplet 2 by clicks: a tie
+            browser.find_element(
+                By.CSS_SELECTOR, f'button[data-video="{k}"][data-rank="{rank}"]'
+            ).click()
+        browser.find_element(By.ID, "save").click()
+        wait(lambda: text(browser, "progress") == "2 of 3 done · triplet 3 of 3")
+        assert ranks_as_shown(browser)[:2] == [[1, 2, 3], [2, 1, 1]]
+
+    # A restart resumes at the first triplet not done; then skip it.
+    with Server(tmp_path, "--annotator", "ann1", *args) as server:
+        assert server.summary.startswith("3 triplets, 2 done")
+        browser.get(server.url)
+        wait(lambda: text(browser, "progress") == "2 of 3 done · triplet 3 of 3")
+        press(browser, "s")
+        wait(lambda: text(browser, "progress") == "3 of 3 done · triplet 3 of 3")
+        wait(lambda: len(rows(ann1)) == 9)
+    assert [r["rank"] for r in rows(ann1)][-3:] == ["", "", ""]  # skipped
+    assert sorted(p.name for p in ann1.parent.iterdir()) == ["ann1.csv"]  # no temp files
+
+    with Server(tmp_path, "--annotator", "ann2", *args) as server:
+        browser.get(server.url)
+        wait(lambda: text(browser, "progress") == "0 of 3 done · triplet 1 of 3")
+        assert browser.execute_script("return items.map((i) => i.instance)") == [
+            item["instance"] for item in items
+        ]  # the same draw for both
+        for keys, done in (("123", 1), ("212", 2), ("333", 3)):
+            for key in keys:
+                press(browser, key)
+            wait(lambda done=done: text(browser, "progress").startswith(f"{done} of 3 done"))
+        wait(lambda: len(rows(tmp_path / "rankings" / "ann2.csv")) == 9)
+
+    # Pairs: triplet 1 three agreed; triplet 2 (2, 1, 1) against (2, 1, 2): videos 1 > 0
+    # agreed, 0-2 and 1-2 contradicted; triplet 3 ann2's three ties alone (ann1 skipped).
+    monkeypatch.setenv("FAKE_VLM_KEY", KEY)  # nothing is judged again
+    result = snakemake(tmp_path, config, "judge_reliability")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "rule judge:" not in result.stdout and "rule judge_variant:" not in result.stdout
+    log = (tmp_path / "results/logs/judge_reliability.log").read_text()
+    assert "7 preference pairs; dropped: 2 contradicted, 0 on cycles, 0 outside this run" in log
+    table = pd.read_csv(tmp_path / "results/tables/judge_reliability.csv")
+    assert list(table["judge"]) == ["main", "reversed", "small"]
+    assert list(table["n_pairs"]) == [7, 7, 7] and list(table["n_strict_pairs"]) == [4, 4, 4]
+    by_slice = pd.read_csv(tmp_path / "results/tables/judge_reliability_by_slice.csv")
+    assert set(by_slice["slice_kind"]) == {"domain", "skill"}
+
+
+def test_the_draw_is_seeded_spread_over_tasks_and_levels_and_shared_out(judged):
+    tmp_path, config = judged
+    _, study, _ = load_run([tmp_path / "config.yaml"])
+    triplets = draw(study, config["outdir"], 6, seed=0)
+    assert triplets == draw(study, config["outdir"], 6, seed=0)
+    assert triplets != draw(study, config["outdir"], 6, seed=1)
+    # 3 tasks x 1 level x 2 instances: the first three triplets one per task
+    assert sorted(t.task for t in triplets[:3]) == ["clock_running", "maze_square", "sorting"]
+    assert len({t.instance for t in triplets}) == 6 and all(
+        len(set(t.models)) == 3 for t in triplets
+    )
+    more = draw(study, config["outdir"], 9, seed=0)  # a second round: other model triplets
+    assert len(set(t.key for t in more)) == 9
+    fake = [Triplet("t", 1, f"t_lv1_00{i}", ("a", "b", "c")) for i in range(6)]
+    pool = ["w", "x", "y", "z"]
+    shares = {name: assigned(fake, name, pool, 2) for name in pool}
+    assert [len(shares[name]) for name in pool] == [3, 3, 3, 3]  # 6 triplets x 2 over 4
+    for triplet in fake:
+        assert sum(triplet in shares[name] for name in pool) == 2
+    with pytest.raises(ValueError, match="--per-triplet 5"):
+        assigned(fake, "w", pool, 5)
