@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import imageio.v3 as iio
@@ -118,23 +119,29 @@ def study_config(work: Path, videos: int, url: str, rpm: int | None) -> dict:
 
 
 def premade_videos(config: dict) -> int:
-    """Writes each (model, instance)'s video, checkpoints and generation.json; returns the
-    number of videos. Every clip differs, so no two judge calls are the same call."""
+    """Writes each (model, instance)'s video, checkpoints and generation.json (on every
+    core); returns the number of videos. Every clip differs, so no two judge calls are the
+    same call."""
     registry = yaml.safe_load(Path(config["model_registry"]).read_text(encoding="utf-8"))
     study = load_study(config, registry)
-    count = 0
-    for model in study.models:
-        for instance, task in study.instances["task"].items():
-            run = Path(config["outdir"]) / model / task / instance
-            (run / "denoise").mkdir(parents=True, exist_ok=True)
-            iio.imwrite(run / "video.mp4", clip(count, 81), plugin="pyav", codec="libx264", fps=16)
-            for step in study.steps:
-                frames = clip(count * 100 + step, 9)
-                path = run / "denoise" / checkpoint_name(step, "x0")
-                iio.imwrite(path, frames, plugin="pyav", codec="libx264", fps=16)
-            (run / "generation.json").write_text(json.dumps({"premade": True}), "utf-8")
-            count += 1
-    return count
+    runs = [
+        Path(config["outdir"]) / model / task / instance
+        for model in study.models
+        for instance, task in study.instances["task"].items()
+    ]
+
+    def write(count: int, run: Path) -> None:
+        (run / "denoise").mkdir(parents=True, exist_ok=True)
+        iio.imwrite(run / "video.mp4", clip(count, 81), plugin="pyav", codec="libx264", fps=16)
+        for step in study.steps:
+            frames = clip(count * 100 + step, 9)
+            path = run / "denoise" / checkpoint_name(step, "x0")
+            iio.imwrite(path, frames, plugin="pyav", codec="libx264", fps=16)
+        (run / "generation.json").write_text(json.dumps({"premade": True}), "utf-8")
+
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        list(pool.map(write, range(len(runs)), runs))
+    return len(runs)
 
 
 def clip(seed: int, frames: int) -> np.ndarray:

@@ -339,6 +339,7 @@ def test_rules_label_export_and_measure_agreement(tmp_path, monkeypatch, denoise
     rules = [f'include: "{REPO}/rules/{name}.smk"' for name in ("common", "generate", "judge")]
     snakefile.write_text(
         f"import sys\nfrom snakemake.utils import validate\nsys.path.insert(0, {str(REPO)!r})\n"
+        f"validate(config, {str(REPO / 'config/schemas/config.schema.yaml')!r})\n"
         + "\n".join([*rules, f'include: "{REPO}/rules/transitions.smk"'])
     )
     out = tmp_path / "results"
