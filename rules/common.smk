@@ -104,8 +104,11 @@ GENERATE_ENV = {
     ),
     "VGI_REGISTRY": config["model_registry"],
 }
-GENERATE_EXPORTS = "".join(f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items())
-shell.prefix(GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}"))  # formatted like commands
+GENERATE_EXPORTS = "".join(
+    f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()
+)
+# Snakemake formats the prefix like a command: braces (a registry path may hold them) doubled.
+shell.prefix(GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}"))
 
 
 wildcard_constraints:
