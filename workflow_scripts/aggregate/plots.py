@@ -120,6 +120,7 @@ def condition_bars(by_task: pd.DataFrame, overall: pd.DataFrame, path: str | Pat
     axes[-1].set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(conditions), fontsize="small")
+    return _save(fig, path)
 
 
 def reliability_bars(table: pd.DataFrame, path: str | Path) -> Figure:
