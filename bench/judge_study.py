@@ -218,12 +218,15 @@ def main() -> None:
         (work / "config.yaml").write_text(yaml.safe_dump(config), "utf-8")
         videos = premade_videos(config)
         snakemake(work, "--cores", "1", "--touch", "generate_all")
+        outdir = Path(config["outdir"])
+        frames = [str(folder.parent / "frames") for folder in outdir.glob("*/*/*_lv*")]
+        cores = str(os.cpu_count())
+        _, frames_cpu, _ = snakemake(work, "--cores", cores, "--", *sorted(set(frames)))
         run = ["--cores", str(args.judge_api), "--resources", f"judge_api={args.judge_api}"]
         wall, cpu, done = snakemake(work, *run, "--", "judge_all", "transitions_all")
         if "rule generate:" in done.stdout:
             sys.exit("the run regenerated videos")
         requests = list(fake.requests)
-        outdir = Path(config["outdir"])
         overhead = {
             rule: round(job_overhead(work, outdir, rule, folder, 3), 2)
             for rule, folder in (("judge", "judge"), ("label_transitions", "transitions"))
@@ -257,6 +260,7 @@ def main() -> None:
         "efficiency": round(rate / ideal, 3),
         "of_quota": round(rate / quota, 3),
         "cpu_s_per_video": round(cpu / videos, 2),
+        "frames_cpu_s_per_video": round(frames_cpu / videos, 2),
         "wall_efficiency": round(wall_rate / ideal, 3),
         "max_in_flight": fake.max_in_flight,
         "status_ok": sum(d["status"] == "ok" for d in scores + labels),
@@ -275,10 +279,11 @@ def report(f: dict) -> None:
         f"{f['in_flight_cap']} in flight at most; requests_per_minute set: {f['pace']}"
     )
     head = ("calls", "429s", "span s", "wall s", "calls/s", "ideal/s", "eff.", "quota")
-    head += ("wall eff.", "CPU s/vid")
+    head += ("wall eff.", "CPU s/vid", "frames")
     print("".join(f"{h:>10}" for h in head) + "  max in flight")
     values = ("calls", "http_429", "span_s", "wall_s", "calls_per_s", "ideal_calls_per_s")
     values += ("efficiency", "of_quota", "wall_efficiency", "cpu_s_per_video")
+    values += ("frames_cpu_s_per_video",)
     print("".join(f"{f[v]:>10}" for v in values) + f"{f['max_in_flight']:>15}")
     print(f"timeline ({BUCKET_S} s buckets): t s, calls/s, mean in flight, 429s")
     for row in f["timeline"]:

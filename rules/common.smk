@@ -18,6 +18,7 @@ from workflow_scripts.common.layout import DEFAULT_CONDITION, STAGES, judge_fold
 from workflow_scripts.judge.checkpoints import checkpoint_steps
 from workflow_scripts.judge.settings import (
     MAIN,
+    frame_params,
     instance_params,
     judge_configs,
     judge_params,
@@ -56,6 +57,7 @@ try:
         if name != MAIN
     }
     TRANSITION_PARAMS = judge_params(config["judge"], ["transition"])
+    FRAME_PARAMS = frame_params(config["judge"])  # which frames the judge sends
 except ValueError as err:  # StudyError included
     raise WorkflowError(str(err)) from None
 if STUDY.videos and workflow.is_main_process:
@@ -165,6 +167,20 @@ def task_runs(pattern):
         pattern.format(model=w.model, task=w.task, instance=instance)
         for instance in selected_task(w)
     ]
+
+
+def task_checkpoints(wildcards):
+    """Input function: the checkpoint folders of the job's task (generated runs only)."""
+    return task_runs(f"{RUN}/denoise")(wildcards) if wildcards.model in GENERATED_RUNS else []
+
+
+def label_frames(wildcards):
+    """Params function: the checkpoint steps whose frames the transition labels show and
+    how many of each, as JSON (null: a run without checkpoints)."""
+    if wildcards.model not in GENERATED_RUNS:
+        return "null"
+    steps = sorted({step for pair in TRANSITIONS.pairs for step in pair})
+    return json.dumps({"steps": steps, "frames": TRANSITIONS.frames_per_checkpoint})
 
 
 def task_rows(wildcards):

@@ -1,7 +1,28 @@
+# The frames the VLM jobs of a (model, task) send, decoded and shrunk ahead: a CPU job
+# (SLURM's CPU partition under the profile), so that the VLM jobs on the submit host only
+# read them.
+rule prepare_frames:
+    input:
+        videos=task_runs(f"{RUN}/video.mp4"),
+        checkpoints=task_checkpoints,
+    output:
+        directory(f"{TASK}/frames"),  # <instance>/<video stem>/NNNNN.jpg
+    log:
+        f"{OUT}/logs/prepare_frames/{{model}}/{{task}}.log",
+    conda:
+        "../envs/judge.yaml"
+    params:
+        protocol=FRAME_PARAMS,
+        labels=label_frames,
+    script:
+        "../workflow_scripts/entry/prepare_frames.py"
+
+
 rule judge:
     input:
         videos=task_runs(f"{RUN}/video.mp4"),
         images=task_images,
+        frames=f"{TASK}/frames",
     output:
         directory(f"{TASK}/judge"),  # <instance>/{completeness,rubric,score}.json
     log:

@@ -2,6 +2,7 @@ rule label_transitions:
     input:
         denoise=task_runs(f"{RUN}/denoise"),
         images=task_images,
+        frames=f"{TASK}/frames",
     output:
         directory(f"{TASK}/transitions"),  # <instance>.json
     log:

@@ -95,6 +95,7 @@ def test_profile_puts_generate_on_gpus_and_the_judge_on_the_submit_host(
     assert sorted(fields[3] for fields in jobs.values()) == [  # all that went through sbatch
         "rule_contact_sheet_wildcards_tiny_wan22",
         *(GENERATE.format(n) for n in (1, 2)),
+        "rule_prepare_frames_wildcards_tiny_wan22_sorting",  # the VLM jobs' frames: a CPU job
     ]
     for job, fields in jobs.items():
         assert fields[2] == "COMPLETED", fields

@@ -8,6 +8,10 @@ and write one folder per stage beside the instances' folders, one entry per inst
     <outdir>/<model>/<task>/transitions/<instance>.json   the checkpoint pairs' labels
     <outdir>/<model>/<task>/judge_checkpoints/<instance>/ stepNN/{completeness,rubric,score}.json,
                                                           checkpoint_scores.json
+    <outdir>/<model>/<task>/frames/<instance>/<video>/    NNNNN.jpg: the frames the VLM jobs
+                                                          send of video.mp4 (`video`) and of
+                                                          each checkpoint (`stepNN`), made
+                                                          ahead by rule prepare_frames
 
 A run under another input condition or another seed (DESIGN, "Input conditions and
 seeds") has the same layout under its own run key in place of `<model>`:
@@ -26,7 +30,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-STAGES = ("judge", "transitions", "judge_checkpoints")  # never an instance id (<task>_lv<N>_<id>)
+# Never an instance id (<task>_lv<N>_<id>).
+STAGES = ("judge", "transitions", "judge_checkpoints", "frames")
 DEFAULT_CONDITION = "default"
 CONDITION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # and not seed<digits>, not default
 SEED_PART = re.compile(r"seed(-?[0-9]+)")
@@ -100,6 +105,14 @@ def transitions_file(outdir: str | Path, model: str, task: str, instance: str) -
 def checkpoint_scores_file(outdir: str | Path, model: str, task: str, instance: str) -> Path:
     folder = stage_folder(outdir, model, task, "judge_checkpoints")
     return folder / instance / "checkpoint_scores.json"
+
+
+def frame_store(folder: str | Path, video: str | Path) -> Path:
+    """Where rule prepare_frames puts the frames of `video` (an instance's video.mp4 or a
+    checkpoint) inside its (model, task)'s `folder`: `<instance>/<video's stem>`."""
+    video = Path(video)
+    instance = video.parent.parent.name if video.parent.name == "denoise" else video.parent.name
+    return Path(folder) / instance / video.stem
 
 
 def documents(folders, name: str):

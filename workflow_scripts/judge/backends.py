@@ -2,7 +2,10 @@
 OpenAI-compatible endpoint such as vLLM (`openai_compatible`). Each turns a `Request` into
 the reply's text, its token usage and the model version the server reports, and raises
 `Fault` for what is worth another attempt. Both cap the reply at MAX_OUTPUT_TOKENS, as the
-official judge. A job imports only its backend's SDK (`backend`): a start-up cost per job."""
+official judge. A job imports only its backend's SDK (`backend`): a start-up cost per job.
+Both send through an httpx client of ours whose request hook awaits `before_send` (the
+shared rate limit), so that a request is counted when it goes out, not when the SDK
+starts building it (`send_hooks`)."""
 
 from __future__ import annotations
 
@@ -90,6 +93,17 @@ def http_fault(code: int, message: str, hint: float | None) -> Exception:
     if code in (401, 403, 404) or re.search(r"api[ _]?key", message, re.IGNORECASE):
         return ServiceError(reason)
     return JudgeCallError(reason)
+
+
+def send_hooks(before_send) -> dict:
+    """httpx `event_hooks` that await `before_send()` (if any) right before each POST is
+    sent: the SDK's own work on a request (its body, seconds on a busy host) comes first."""
+
+    async def hook(request) -> None:
+        if request.method == "POST":
+            await before_send()
+
+    return {"request": [hook]} if before_send else {}
 
 
 BACKENDS = {"gemini": "gemini", "openai": "openai_compatible"}  # modules of this package

@@ -244,7 +244,8 @@ class VLMClient:
         if self._loop is not loop:
             self._loop = loop
             self._semaphore = asyncio.Semaphore(self.config["max_concurrency"])
-            self._backend = self._backend_class(self.config, self._key)
+            pace = self._pace and self._pace.acquire  # when the request is sent (backends)
+            self._backend = self._backend_class(self.config, self._key, pace)
             self._first_call, self._answered = asyncio.Lock(), False
             self._failed = asyncio.Event()
         return self._semaphore, self._backend
@@ -269,7 +270,6 @@ class VLMClient:
                 raise self._failure
             if self._pace is None:
                 return await backend.generate(request)
-            await self._pace.acquire()
             try:
                 reply = await backend.generate(request)
             except Fault as fault:

@@ -10,7 +10,9 @@ moved onto the last frame so that it is always shown.
 A pass's frames are read in one batched `get_batch` (the official judge runs one `ffmpeg
 -ss` process per frame), and a judgement decodes each frame once (`VideoFrames`). Images
 are shrunk with LANCZOS so that their long side is `long_side` and never enlarged: upscaling adds
-tokens, not information.
+tokens, not information. Decoding and shrinking are most of a VLM job's CPU, so rule
+`prepare_frames` does them ahead, off the submit host (`judge.prepared`); a VLM job reads
+those JPEGs (the same bytes) and decodes only what was not prepared.
 """
 
 from __future__ import annotations
@@ -126,37 +128,72 @@ def frame_indices(
     return list(dict.fromkeys(min(count - 1, math.floor(t * rate + 0.5)) for t in times))
 
 
+def samples(
+    count: int, rate: float, fps: float, start: float = 0.0, end=None, rule: str = "nearest"
+) -> list[tuple[int, float | None]]:
+    """(frame, time asked) of one pass over a clip of `count` frames at `rate` fps under
+    `rule` (`official_samples`, or `frame_indices` with no time asked; None `end`: the
+    whole clip)."""
+    if rule == "official":
+        return official_samples(count, rate, fps, start, end)
+    return [(index, None) for index in frame_indices(count, rate, fps, start, end)]
+
+
+def uniform_fps(shown: int, count: int, rate: float) -> float:
+    """The rate that samples `shown` frames spread evenly from the first to the last of a
+    clip of `count` frames at `rate` fps (by the `nearest` rule)."""
+    return (shown - 1) / (count / rate)
+
+
+def store_path(store: str | Path, index: int) -> Path:
+    """Frame `index`'s JPEG in a folder of prepared frames (rule `prepare_frames`)."""
+    return Path(store) / f"{index:05d}.jpg"
+
+
 class VideoFrames:
     """One video's frames as the judge shows them (JPEG, `long_side`): each is decoded and
     encoded once, however many passes sample it (round 1 at 4 fps holds completeness's
-    2 fps frames, round 2 at 8 fps half of its own). Safe to sample from several threads."""
+    2 fps frames, round 2 at 8 fps half of its own). A frame found in `store` (prepared
+    ahead by rule `prepare_frames`, at this `long_side`) is read, not decoded. Safe to
+    sample from several threads."""
 
-    def __init__(self, video: str | Path, long_side: int = 512):
-        self.video, self.long_side = Path(video), long_side
+    def __init__(self, video: str | Path, long_side: int = 512, store: str | Path | None = None):
+        self.video, self.long_side, self.store = Path(video), long_side, store
         self._jpeg: dict[int, bytes] = {}
         self._lock = threading.Lock()
+
+    def clip(self) -> tuple[int, float]:
+        """The frame count and frame rate of the video."""
+        reader = decord.VideoReader(str(self.video))
+        return len(reader), reader.get_avg_fps()
+
+    def jpegs(self, indices) -> dict[int, bytes]:
+        """The JPEG of each frame of `indices`: from memory, the store, or decoded."""
+        with self._lock:
+            missing = sorted(set(indices) - self._jpeg.keys())
+            if self.store is not None:
+                for index in missing:
+                    if (path := store_path(self.store, index)).is_file():
+                        self._jpeg[index] = path.read_bytes()
+                missing = [index for index in missing if index not in self._jpeg]
+            if missing:
+                batch = decord.VideoReader(str(self.video)).get_batch(missing).asnumpy()
+                for index, pixels in zip(missing, batch, strict=True):
+                    self._jpeg[index] = to_jpeg(Image.fromarray(pixels), self.long_side)
+            return {index: self._jpeg[index] for index in indices}
 
     def sample(
         self, fps: float, start: float = 0.0, end: float | None = None, rule: str = "nearest"
     ) -> list[Frame]:
-        """The frames `rule` samples (`official_samples` or `frame_indices`; None `end`:
-        the whole clip); a frame's time is index / video fps, `asked` the time sampled."""
-        with self._lock:
-            reader = decord.VideoReader(str(self.video))
-            rate, count = reader.get_avg_fps(), len(reader)
-            if rule == "official":
-                samples = official_samples(count, rate, fps, start, end)
-            else:
-                try:
-                    samples = [(i, None) for i in frame_indices(count, rate, fps, start, end)]
-                except ValueError as err:
-                    raise ValueError(f"{self.video}: {err}") from None
-            missing = sorted({index for index, _ in samples} - self._jpeg.keys())
-            if missing:
-                batch = reader.get_batch(missing).asnumpy()
-                for index, pixels in zip(missing, batch, strict=True):
-                    self._jpeg[index] = to_jpeg(Image.fromarray(pixels), self.long_side)
-        return [Frame(index, index / rate, self._jpeg[index], asked) for index, asked in samples]
+        """The frames `rule` samples (`samples`; None `end`: the whole clip); a frame's
+        time is index / video fps, `asked` the time sampled."""
+        count, rate = self.clip()
+        try:
+            sampled = samples(count, rate, fps, start, end, rule)
+        except ValueError as err:
+            raise ValueError(f"{self.video}: {err}") from None
+        jpeg = self.jpegs([index for index, _ in sampled])
+        return [Frame(index, index / rate, jpeg[index], asked) for index, asked in sampled]
 
 
 def sample_frames(
@@ -166,6 +203,7 @@ def sample_frames(
     end: float | None = None,
     long_side: int = 512,
     rule: str = "nearest",
+    store: str | Path | None = None,
 ) -> list[Frame]:
-    """`VideoFrames(video, long_side).sample(fps, start, end, rule)`: one pass's frames."""
-    return VideoFrames(video, long_side).sample(fps, start, end, rule)
+    """`VideoFrames(video, long_side, store).sample(fps, start, end, rule)`: one pass."""
+    return VideoFrames(video, long_side, store).sample(fps, start, end, rule)

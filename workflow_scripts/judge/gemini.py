@@ -16,13 +16,14 @@ from workflow_scripts.judge.backends import (
     http_fault,
     name_of,
     retry_hint,
+    send_hooks,
     usage_counts,
 )
 
 try:  # the HTTP library under google-genai >= 3
-    from httpx2 import TransportError
+    import httpx2 as httpx
 except ImportError:  # older SDKs
-    from httpx import TransportError
+    import httpx
 
 if TYPE_CHECKING:
     from workflow_scripts.judge.client import Request
@@ -33,13 +34,16 @@ class Backend:
 
     SETTINGS = ("temperature", "media_resolution", "thinking_level")
 
-    def __init__(self, config: dict, key: str):
+    def __init__(self, config: dict, key: str, before_send=None):
         self.model = config["model"]
+        # Our own httpx client: its hook paces requests, and it keeps the SDK off aiohttp.
+        self.http = httpx.AsyncClient(event_hooks=send_hooks(before_send))
         options = types.HttpOptions(
             base_url=config["base_url"],
             api_version="v1beta",
             timeout=round(config["timeout_s"] * 1000),
             retry_options=None,
+            httpx_async_client=self.http,
         )
         self.client = genai.Client(api_key=key, http_options=options)
         resolution, thinking = config["media_resolution"], config["thinking_level"]
@@ -71,7 +75,7 @@ class Backend:
             headers = error.response.headers if error.response is not None else {}
             hint = retry_hint(headers, error.details)
             raise http_fault(error.code, error.message or name_of(error.status), hint) from error
-        except TransportError as error:
+        except httpx.TransportError as error:
             raise Fault(f"transport error: {describe_error(error)}", service=True) from error
         meta = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
         usage = usage_counts(
@@ -97,3 +101,4 @@ class Backend:
 
     async def aclose(self) -> None:
         await self.client.aio.aclose()
+        await self.http.aclose()  # the SDK leaves a client it was given open

@@ -25,6 +25,7 @@ from pathlib import Path
 import decord
 
 from workflow_scripts.common.files import write_json
+from workflow_scripts.common.layout import frame_store
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.judge.client import ServiceError, VLMClient
 from workflow_scripts.judge.frames import video_duration
@@ -64,15 +65,16 @@ def run_vlm(smk, work: Callable) -> list:
         )
 
 
-async def judge_file(client, instance: dict, video: Path, judge: dict) -> dict:
-    """The judge's documents of one video (`judge`: the rule's judge params), or an
-    `error` without calls when the video cannot be decoded."""
+async def judge_file(client, instance: dict, video: Path, judge: dict, prepared=None) -> dict:
+    """The judge's documents of one video (`judge`: the rule's judge params; `prepared`:
+    the (model, task)'s folder of prepared frames, if any), or an `error` without calls
+    when the video cannot be decoded."""
     try:
         await asyncio.to_thread(video_duration, video)
     except (RuntimeError, decord.DECORDError, ZeroDivisionError) as error:
         return unreadable_video(video, error)
-    protocol = Protocol(**judge["protocol"])
-    return await judge_video(client, instance, video, protocol, judge["prompts"])
+    protocol, store = Protocol(**judge["protocol"]), prepared and frame_store(prepared, video)
+    return await judge_video(client, instance, video, protocol, judge["prompts"], store)
 
 
 def unreadable_video(video: Path, error: Exception) -> dict:
@@ -94,13 +96,18 @@ def summary(documents: Sequence[dict]) -> str:
 
 
 def judge_job(smk) -> None:
-    """Rule `judge`: score every video of one (model, task); writes
+    """Rule `judge` (or `judge_variant`): score every video of one (model, task), with the
+    frames prepared for the main judge (`input.frames`, rule `judge` only); writes
     `<output>/<instance>/{completeness,rubric,score}.json`."""
     judge, instances = json.loads(smk.params.judge), smk.params.instances
     videos = [Path(video) for video in smk.input.videos]
+    prepared = getattr(smk.input, "frames", None)
 
     async def judge_all(client) -> list[dict]:
-        judged = (judge_file(client, instances[v.parent.name], v, judge) for v in videos)
+        judged = (
+            judge_file(client, instances[v.parent.name], v, judge, prepared and Path(prepared))
+            for v in videos
+        )
         return await asyncio.gather(*judged)
 
     with job_log(smk):

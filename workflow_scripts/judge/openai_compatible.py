@@ -13,6 +13,7 @@ from workflow_scripts.judge.backends import (
     describe_error,
     http_fault,
     retry_hint,
+    send_hooks,
     usage_counts,
 )
 
@@ -29,10 +30,14 @@ class Backend:
 
     SETTINGS = ("temperature",)
 
-    def __init__(self, config: dict, key: str):
+    def __init__(self, config: dict, key: str, before_send=None):
         self.model, self.temperature = config["model"], config["temperature"]
         self.client = openai.AsyncOpenAI(
-            api_key=key, base_url=config["base_url"], max_retries=0, timeout=config["timeout_s"]
+            api_key=key,
+            base_url=config["base_url"],
+            max_retries=0,
+            timeout=config["timeout_s"],
+            http_client=openai.DefaultAsyncHttpxClient(event_hooks=send_hooks(before_send)),
         )
 
     async def generate(self, request: Request) -> tuple[str, dict, str | None]:

@@ -6,9 +6,10 @@ A sliding window in a file: each request sent and each reply's tokens is one lin
 an exclusive `fcntl.flock` (judge jobs are local rules: one host). A request waits until
 the last window holds fewer than the limit of requests and of tokens. Tokens are known
 only when a reply comes, so the window may go over its token limit by the tokens of the
-requests in flight when it fills; requests after them wait. The window is 2 s longer than
-the quota's (`window_s`): slack for the time a request takes to reach the server (over 1 s
-measured with many jobs starting at once on a loaded host).
+requests in flight when it fills; requests after them wait. A request is counted right
+before its HTTP request is sent (the backends' request hook: the SDK's own work on it,
+seconds on a loaded host, comes first), and the window is 2 s longer than the quota's
+(`window_s`): slack for the rest of its way to the server.
 """
 
 from __future__ import annotations

@@ -38,11 +38,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import decord
-
 from workflow_scripts.judge import prompts, schemas
 from workflow_scripts.judge.client import JudgeCallError, Request, VLMClient
-from workflow_scripts.judge.frames import Frame, VideoFrames, encode_image
+from workflow_scripts.judge.frames import Frame, VideoFrames, encode_image, frame_at, samples
 from workflow_scripts.judge.replies import (
     ADJUSTMENTS,
     SCORE_KEYS,
@@ -80,10 +78,12 @@ def _span(frames: Sequence[Frame]) -> dict:
 class _Judgement:
     """One video's judgement: its calls, their costs and the documents built so far."""
 
-    def __init__(self, client, instance: Mapping, video: Path, protocol: Protocol, templates):
-        self.client, self.instance, self.video, self.p = client, instance, Path(video), protocol
+    def __init__(
+        self, client, instance: Mapping, frames: VideoFrames, protocol: Protocol, templates
+    ):
+        self.client, self.instance, self.p = client, instance, protocol
         self.templates = templates
-        self.frames = VideoFrames(video, protocol.frame_long_side)  # each frame decoded once
+        self.frames = frames  # each frame decoded once
         self.checklist = list(instance["checklist"])
         self.counts = Counter(calls=0, cached_calls=0)
         self.tokens: Counter = Counter()
@@ -233,12 +233,9 @@ class _Judgement:
             rounds = f"One pass saw the whole clip at {first_fps:g} fps."
             await self.judge_verdict(first, rounds)
             return
-        official = p.frames == "official"
-        time_of = {f.index: f.asked if official else f.time for f in frames}
+        time_of = {f.index: f.asked if p.frames == "official" else f.time for f in frames}
         nominated = [time_of[i] for doc in first for i in doc["nominated"]]
-        count, rate = await asyncio.to_thread(_clip, self.video)
-        end = count / rate - (1 / rate if official else 0.0)
-        spans = intervals(nominated, p.radius, max(0.0, end))
+        spans = round2_spans(nominated, *await asyncio.to_thread(self.frames.clip), p)
         self.rubric["round2_intervals"] = [[round(a, 3), round(b, 3)] for a, b in spans]
         chunks = []
         for start, stop in spans:
@@ -304,10 +301,32 @@ class _Judgement:
         }
 
 
-def _clip(video: Path) -> tuple[int, float]:
-    """The frame count and frame rate of `video`."""
-    reader = decord.VideoReader(str(video))
-    return len(reader), reader.get_avg_fps()
+def round2_spans(times: Sequence[float], count: int, rate: float, p: Protocol) -> list:
+    """Round 2's intervals around the nominated `times` in a clip of `count` frames at
+    `rate` fps (the official rule clips them at the last frame's time)."""
+    end = count / rate - (1 / rate if p.frames == "official" else 0.0)
+    return intervals(times, p.radius, max(0.0, end))
+
+
+def reachable_frames(count: int, rate: float, p: Protocol) -> list[int]:
+    """Every frame the judge can ask of a clip of `count` frames at `rate` fps under `p`:
+    completeness's, round 1's, and round 2's around any frames round 1 may nominate (a
+    merged interval runs from one time's start to a later time's end, so each start
+    sampled up to the latest end, plus each end, holds every interval's frames)."""
+    first_fps = p.even_fps if p.sampling == "even" else p.round1_fps
+    first = samples(count, rate, first_fps, rule=p.frames)
+    chosen = {i for i, _ in samples(count, rate, p.completeness_fps, rule=p.frames)}
+    chosen |= {i for i, _ in first}
+    if p.sampling == "even":
+        return sorted(chosen)
+    times = [asked if p.frames == "official" else i / rate for i, asked in first]
+    spans = [round2_spans([t], count, rate, p)[0] for t in times]
+    latest = max(stop for _, stop in spans)
+    for start, stop in spans:
+        chosen |= {i for i, _ in samples(count, rate, p.round2_fps, start, latest, p.frames)}
+        if p.frames == "official" and (index := frame_at(stop, count, rate)) is not None:
+            chosen.add(index)
+    return sorted(chosen)
 
 
 DEFAULT = Protocol()
@@ -324,19 +343,22 @@ async def judge_video(
     video: Path,
     protocol: Protocol = DEFAULT,
     templates: Mapping[str, str] | None = None,
+    store: Path | None = None,
 ) -> dict:
     """Judge one video of one instance.
 
     `instance` holds what `settings.instance_params` gives (id, task, level, texts,
     the `image` and `gt_image` paths); `templates` the prompt templates by
-    file name (None: the defaults). Returns `{"completeness", "rubric", "score"}`, the
+    file name (None: the defaults); `store` the video's prepared frames, if any
+    (`frames.VideoFrames`). Returns `{"completeness", "rubric", "score"}`, the
     documents to write. Completeness and the rubric run concurrently, the windows of a
     round together (the client caps concurrency). A call that fails is an error or is
     scored around (`protocol.failures`, `protocol.verdict`); a failure of the service
     (ServiceError) is raised.
     """
     templates = templates or load_templates(None, JUDGE_CALLS)
-    judgement = _Judgement(client, instance, video, protocol, templates)
+    frames = VideoFrames(video, protocol.frame_long_side, store)
+    judgement = _Judgement(client, instance, frames, protocol, templates)
     refs = await judgement.references()
     results = await asyncio.gather(
         judgement.judge_completeness(refs), judgement.judge_rubric(refs), return_exceptions=True

@@ -119,6 +119,17 @@ def judge_params(judge_config: Mapping, calls=JUDGE_CALLS) -> str:
     return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
 
+# The protocol constants that choose a video's frames and their size (rule prepare_frames).
+FRAME_SETTINGS = ("completeness_fps", "round1_fps", "round2_fps", "radius", "frame_long_side")
+FRAME_SETTINGS += ("frames", "sampling", "even_fps")
+
+
+def frame_params(judge_config: Mapping) -> str:
+    """The main judge's settings that determine which frames it sends, as JSON."""
+    protocol = asdict(Protocol(**judge_config.get("protocol", {})))
+    return json.dumps({key: protocol[key] for key in FRAME_SETTINGS}, sort_keys=True)
+
+
 def variant_config(judge_config: Mapping, variant: Mapping) -> dict:
     """The judge settings of a variant (`judges.<name>`): its keys over `judge`'s, the
     protocol's constants merged key by key (a variant's `prompts` folder replaces the

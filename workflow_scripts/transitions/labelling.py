@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.common.files import write_json
+from workflow_scripts.common.layout import frame_store
 from workflow_scripts.common.logs import job_log
-from workflow_scripts.judge.frames import Frame, encode_image, sample_frames, video_duration
+from workflow_scripts.judge.frames import Frame, VideoFrames, encode_image, uniform_fps
 from workflow_scripts.judge.jobs import run_vlm, summary
 from workflow_scripts.judge.settings import Protocol
 from workflow_scripts.transitions.labels import TRANSITION
@@ -32,9 +33,11 @@ if TYPE_CHECKING:
     from workflow_scripts.judge.client import VLMClient
 
 
-def uniform_frames(video: str | Path, count: int, long_side: int) -> list[Frame]:
-    """`count` frames spread evenly from the first to the last (fewer if the clip is shorter)."""
-    return sample_frames(video, (count - 1) / video_duration(video), long_side=long_side)
+def uniform_frames(video: Path, shown: int, long_side: int, store: Path | None) -> list[Frame]:
+    """`shown` frames spread evenly from the first to the last (fewer if the clip is
+    shorter); those prepared in `store` read from it."""
+    frames = VideoFrames(video, long_side, store)
+    return frames.sample(uniform_fps(shown, *frames.clip()))
 
 
 def _pair(a: int, b: int, reply: dict | None, human: str | None) -> dict:
@@ -62,12 +65,14 @@ async def label_pairs(
     frames_per_checkpoint: int,
     protocol: Protocol,
     templates: Mapping[str, str],
+    prepared: Path | None = None,
 ) -> dict:
     """transitions.json of one video: one call per pair, run together (the client caps them).
 
     `instance` holds what `judge.settings.instance_params` gives (texts, and the `image` and
     `gt_image` paths); `denoise` the checkpoint videos; `human` this video's human
-    labels; `templates` the transition templates by file name. `calls` counts the calls
+    labels; `templates` the transition templates by file name; `prepared` the (model,
+    task)'s folder of prepared frames (rule prepare_frames), if any. `calls` counts the calls
     sent (failed ones included), `cached_calls` the cache hits, `tokens` the usage of
     every reply (cached ones included), `model_version` the version the backend reported.
     """
@@ -75,20 +80,22 @@ async def label_pairs(
     from workflow_scripts.judge.prompts import references
     from workflow_scripts.transitions import prompts  # the VLM SDKs
 
-    size = protocol.image_long_side
-    gt_image = instance.get("gt_image")
-    refs = references(
-        encode_image(instance["image"], size),
-        gt_image and encode_image(gt_image, size),
-        instance.get("gt_text"),
-    )
-    steps = sorted({step for pair in pairs for step in pair})
-    frames = {
-        step: uniform_frames(
-            denoise / checkpoint_name(step, "x0"), frames_per_checkpoint, protocol.frame_long_side
+    def prepare() -> tuple[tuple, dict]:
+        size, gt_image = protocol.image_long_side, instance.get("gt_image")
+        refs = references(
+            encode_image(instance["image"], size),
+            gt_image and encode_image(gt_image, size),
+            instance.get("gt_text"),
         )
-        for step in steps
-    }
+        frames = {}
+        for step in sorted({step for pair in pairs for step in pair}):
+            video = denoise / checkpoint_name(step, "x0")
+            store = prepared and frame_store(prepared, video)
+            side = protocol.frame_long_side
+            frames[step] = uniform_frames(video, frames_per_checkpoint, side, store)
+        return refs, frames
+
+    refs, frames = await asyncio.to_thread(prepare)  # off the event loop: calls go on
     counts, tokens, versions = Counter(calls=0, cached_calls=0), Counter(), set()
     system = templates["transition_system.txt"]
 
@@ -120,8 +127,9 @@ async def label_pairs(
 
 def label_transitions_job(smk) -> None:
     """Rule `label_transitions`: label the checkpoint pairs of every generated instance of
-    one (model, task) (`input.denoise`: their folders; `params.human`: the task's human
-    labels by instance); writes `<output>/<instance>.json`."""
+    one (model, task) (`input.denoise`: their folders, `input.frames`: their prepared
+    frames; `params.human`: the task's human labels by instance); writes
+    `<output>/<instance>.json`."""
     settings, judge = json.loads(smk.params.transitions), json.loads(smk.params.judge)
     human = json.loads(smk.params.human)
     pairs = [tuple(pair) for pair in settings["pairs"]]
@@ -138,6 +146,7 @@ def label_transitions_job(smk) -> None:
                 settings["frames_per_checkpoint"],
                 Protocol(**judge["protocol"]),
                 judge["prompts"],
+                Path(smk.input.frames),
             )
             for denoise in folders
         )
