@@ -160,40 +160,53 @@ class VideoFrames:
     def __init__(self, video: str | Path, long_side: int = 512, store: str | Path | None = None):
         self.video, self.long_side, self.store = Path(video), long_side, store
         self._jpeg: dict[int, bytes] = {}
+        self._clip: tuple[int, float] | None = None
         self._lock = threading.Lock()
 
     def clip(self) -> tuple[int, float]:
         """The frame count and frame rate of the video."""
-        reader = decord.VideoReader(str(self.video))
-        return len(reader), reader.get_avg_fps()
+        with self._lock:
+            return self._open()[0]
 
     def jpegs(self, indices) -> dict[int, bytes]:
         """The JPEG of each frame of `indices`: from memory, the store, or decoded."""
         with self._lock:
-            missing = sorted(set(indices) - self._jpeg.keys())
-            if self.store is not None:
-                for index in missing:
-                    if (path := store_path(self.store, index)).is_file():
-                        self._jpeg[index] = path.read_bytes()
-                missing = [index for index in missing if index not in self._jpeg]
-            if missing:
-                batch = decord.VideoReader(str(self.video)).get_batch(missing).asnumpy()
-                for index, pixels in zip(missing, batch, strict=True):
-                    self._jpeg[index] = to_jpeg(Image.fromarray(pixels), self.long_side)
-            return {index: self._jpeg[index] for index in indices}
+            return self._jpegs(indices)
 
     def sample(
         self, fps: float, start: float = 0.0, end: float | None = None, rule: str = "nearest"
     ) -> list[Frame]:
         """The frames `rule` samples (`samples`; None `end`: the whole clip); a frame's
         time is index / video fps, `asked` the time sampled."""
-        count, rate = self.clip()
-        try:
-            sampled = samples(count, rate, fps, start, end, rule)
-        except ValueError as err:
-            raise ValueError(f"{self.video}: {err}") from None
-        jpeg = self.jpegs([index for index, _ in sampled])
+        with self._lock:
+            (count, rate), reader = self._open()
+            try:
+                sampled = samples(count, rate, fps, start, end, rule)
+            except ValueError as err:
+                raise ValueError(f"{self.video}: {err}") from None
+            jpeg = self._jpegs([index for index, _ in sampled], reader)
         return [Frame(index, index / rate, jpeg[index], asked) for index, asked in sampled]
+
+    def _open(self) -> tuple[tuple[int, float], decord.VideoReader | None]:
+        """The clip's (count, rate), and a reader where it took one to learn them."""
+        if self._clip is not None:
+            return self._clip, None
+        reader = decord.VideoReader(str(self.video))
+        self._clip = len(reader), reader.get_avg_fps()
+        return self._clip, reader
+
+    def _jpegs(self, indices, reader=None) -> dict[int, bytes]:
+        missing = sorted(set(indices) - self._jpeg.keys())
+        if self.store is not None:
+            for index in missing:
+                if (path := store_path(self.store, index)).is_file():
+                    self._jpeg[index] = path.read_bytes()
+            missing = [index for index in missing if index not in self._jpeg]
+        if missing:
+            reader = reader or decord.VideoReader(str(self.video))
+            for index, pixels in zip(missing, reader.get_batch(missing).asnumpy(), strict=True):
+                self._jpeg[index] = to_jpeg(Image.fromarray(pixels), self.long_side)
+        return {index: self._jpeg[index] for index in indices}
 
 
 def sample_frames(
