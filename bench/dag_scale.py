@@ -19,8 +19,8 @@ for three scenarios:
   so the dry run has nothing to do but still checks every file.
 
 Job counts come from one extra `-n --quiet rules` run (its "Job stats" table). The design
-keeps 1 job per (model, instance) (`generate`) and 2 per (model, task) (`judge`,
-`label_transitions`); the goal is a `half` dry run within 8 CPU seconds.
+keeps 1 job per (model, instance) (`generate`) and 3 per (model, task) (`prepare_frames`,
+`judge`, `label_transitions`); the goal is a `half` dry run within 8 CPU seconds.
 
     python bench/dag_scale.py [--repeats N]
 

@@ -7,10 +7,12 @@ instances per level at 1280x720, of which the paper's half subset takes 15 per t
 (model, task) job judges 15 videos as on the real release. Videos are pre-made, not
 generated: for each (model, instance) a unique 5 s clip (81 frames at 16 fps, 1280x720)
 and its denoising checkpoints are written where `generate` puts them, and `snakemake
---touch generate_all` marks them up to date, so the run schedules only the VLM jobs. The
-judge nominates two frames in round 1, so a video costs 7 judge calls (completeness, 3
-round-1 windows, 2 round-2 windows, the verdict) and one transition call per checkpoint
-pair.
+--touch generate_all` marks them up to date. The frames the VLM jobs send are then made by
+rule `prepare_frames`, as the cluster's CPU nodes make them under the SLURM profile (its
+CPU seconds per video are reported apart), so the measured run holds only the VLM jobs, on
+the submit host. The judge nominates two frames in round 1, so a video costs 7 judge calls
+(completeness, 3 round-1 windows, 2 round-2 windows, the verdict) and one transition call
+per checkpoint pair.
 
 `--delay` is the reply time: seconds, or `lognormal:MEDIAN:SIGMA` (seeded draws; the
 ideal uses their mean, MEDIAN x exp(SIGMA^2 / 2)).
@@ -20,8 +22,9 @@ over Snakemake's whole wall time) against the quota R / 60 and against the ideal
 min(R / 60, in-flight cap / mean reply time), the cap being `judge_api` jobs x
 `judge.max_concurrency` calls (the SLURM profile's `judge_api`, the config's
 `max_concurrency`); calls in flight over time; 429s; CPU seconds per video of the
-VLM jobs on the submit host; and the per-job overhead (seconds per job of a rerun whose
-calls all come from the cache, one job at a time, over a dry run of the same).
+VLM jobs on the submit host (and of `prepare_frames`, off it); and the per-job overhead
+(seconds per job of a rerun whose calls all come from the cache, one job at a time, over a
+dry run of the same).
 
     python bench/judge_study.py [--videos 120] [--delay lognormal:6:0.5] [--rpm 600]
 """

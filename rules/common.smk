@@ -171,7 +171,11 @@ def task_runs(pattern):
 
 def task_checkpoints(wildcards):
     """Input function: the checkpoint folders of the job's task (generated runs only)."""
-    return task_runs(f"{RUN}/denoise")(wildcards) if wildcards.model in GENERATED_RUNS else []
+    return (
+        task_runs(f"{RUN}/denoise")(wildcards)
+        if wildcards.model in GENERATED_RUNS
+        else []
+    )
 
 
 def label_frames(wildcards):

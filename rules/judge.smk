@@ -1,12 +1,13 @@
 # The frames the VLM jobs of a (model, task) send, decoded and shrunk ahead: a CPU job
 # (SLURM's CPU partition under the profile), so that the VLM jobs on the submit host only
-# read them.
+# read them. Temporary: deleted once the task's judge and label jobs are done (a later
+# rerun of either makes them again).
 rule prepare_frames:
     input:
         videos=task_runs(f"{RUN}/video.mp4"),
         checkpoints=task_checkpoints,
     output:
-        directory(f"{TASK}/frames"),  # <instance>/<video stem>/NNNNN.jpg
+        temp(directory(f"{TASK}/frames")),  # <instance>/<video stem>/NNNNN.jpg
     log:
         f"{OUT}/logs/prepare_frames/{{model}}/{{task}}.log",
     conda:
