@@ -108,7 +108,7 @@ def test_profile_puts_generate_on_gpus_and_the_judge_on_the_submit_host(
     assert any(" RUNNING " in line and "gres:gpu:1" in line for line in seen), seen
     for rule in ("judge", "label_transitions", "select_instances", "gallery"):
         assert f"localrule {rule}:" in log, rule  # on the submit host
-    assert re.search(r"Provided resources: .*judge_api\D+8\b", log)  # the profile's cap
+    assert re.search(r"Provided resources: .*judge_api\D+16\b", log)  # the profile's cap
     assert fake.requests
     scores = list((tmp_path / "results" / "tiny_wan22").glob("sorting/judge/*/score.json"))
     assert len(scores) == 2 and all(json.loads(p.read_text())["status"] == "ok" for p in scores)
