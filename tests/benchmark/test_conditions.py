@@ -77,11 +77,11 @@ def test_seeds_multiply_generate_judge_and_transitions_only(tmp_path, monkeypatc
     result = snakemake(tmp_path, config, "-n", "--quiet", "rules")
     assert result.returncode == 0, result.stdout[-3000:]
     seeded = jobs(result.stdout)
-    assert plain.pop("total") == 17
-    for rule, count in plain.items():
-        factor = 2 if rule in ("generate", "judge", "label_transitions") else 1
+    assert plain.pop("total") == 19
+    for rule, count in plain.items():  # prepare_frames: the judge stage's frames
+        factor = 2 if rule in ("generate", "prepare_frames", "judge", "label_transitions") else 1
         assert seeded[rule] == factor * count, rule
-    assert seeded["total"] == 17 + 6 + 2 + 2
+    assert seeded["total"] == 19 + 6 + 2 + 2 + 2
 
 
 def test_a_broken_condition_folder_is_reported_by_condition_and_id_before_any_job(tmp_path):

@@ -41,7 +41,7 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
         assert len(fake.requests) == paid  # every call of the rerun came from the cache
 
         # A replaced window template: judge reruns (params changed; one job for the task's
-        # two videos), generate does not,
+        # two videos) and its frames are made again (a temporary output), generate does not,
         # and only the window calls are new (completeness and verdict texts are unchanged).
         prompts = tmp_path / "prompts"
         prompts.mkdir()
@@ -50,7 +50,7 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
         config["judge"]["prompts"] = str(prompts)
         dry = snakemake(tmp_path, config, "-n", "judge_all")
         assert dry.returncode == 0, dry.stdout[-3000:]
-        assert jobs(dry.stdout) == {"judge": 1, "judge_all": 1}
+        assert jobs(dry.stdout) == {"prepare_frames": 1, "judge": 1, "judge_all": 1}
         reasons = [line for line in dry.stdout.splitlines() if line.strip().startswith("reason:")]
         changed = [line for line in reasons if "Params have changed since last execution" in line]
         assert len(changed) == 1, dry.stdout[-2500:]

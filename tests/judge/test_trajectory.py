@@ -109,8 +109,15 @@ def test_scores_along_the_steps_one_job_per_model_and_task(workdir):
     assert [s["calls"] + s["cached_calls"] for s in documents] == [3] * 16
     assert sum(s["calls"] for s in documents) == len(fake.requests) < 3 * 16
     jobs = re.findall(r"^(?:local)?rule (\w+):", result.stdout, re.M)
-    assert sorted(set(jobs)) == ["judge", "judge_checkpoints", "trajectory_scores"]
-    assert jobs.count("judge_checkpoints") == jobs.count("judge") == 2
+    assert sorted(set(jobs)) == [
+        "judge",
+        "judge_checkpoints",
+        "prepare_frames",
+        "trajectory_scores",
+    ]
+    assert (
+        jobs.count("judge_checkpoints") == jobs.count("judge") == jobs.count("prepare_frames") == 2
+    )
 
     run = (workdir / "results", "tiny_wan22", "sorting", "sorting_lv1_002")
     scores = json.loads(layout.checkpoint_scores_file(*run).read_text())
