@@ -193,8 +193,11 @@ def timeline(requests, start: float, end: float) -> list[dict]:
 
 
 def job_overhead(work: Path, outdir: Path, rule: str, folder: str, jobs: int) -> float:
-    """Seconds per `rule` job rerun one at a time with every call cached, over a dry run."""
+    """Seconds per `rule` job rerun one at a time with every call cached, over a dry run
+    (their frames, a temporary output deleted after the run, made again first, untimed)."""
     targets = sorted(str(p) for p in outdir.glob(f"*/*/{folder}"))[:jobs]
+    frames = [str(Path(target).parent / "frames") for target in targets]
+    snakemake(work, "--cores", str(os.cpu_count()), "--", *frames)
     args = ["--cores", "1", "--resources", "judge_api=1", "--forcerun", rule, "--", *targets]
     dry, _, _ = snakemake(work, "-n", *args)
     wall, _, _ = snakemake(work, *args)

@@ -39,9 +39,10 @@ def most_in_any_window(times: list[float], window: float) -> int:
     return max(sum(t <= u < t + window for u in times) for t in times)
 
 
-def run_jobs(fake: FakeVLM, tmp_path, **limits) -> list[subprocess.Popen]:
-    config = {"model": "fake", "base_url": fake.url, "max_concurrency": 8, "max_attempts": 9}
-    config.update(backoff_initial_s=0.05, rate_window_s=WINDOW_S, **limits)
+def run_jobs(fake: FakeVLM, tmp_path, backend="gemini", **limits) -> list[subprocess.Popen]:
+    url = fake.url if backend == "gemini" else fake.url + "/v1"
+    config = {"backend": backend, "model": "fake", "base_url": url, "max_concurrency": 8}
+    config.update(max_attempts=9, backoff_initial_s=0.05, rate_window_s=WINDOW_S, **limits)
     jobs = [
         subprocess.Popen(
             [sys.executable, "-c", JOB, json.dumps(config), str(tmp_path / "cache"), str(k)]
@@ -53,11 +54,13 @@ def run_jobs(fake: FakeVLM, tmp_path, **limits) -> list[subprocess.Popen]:
     return [job.wait(timeout=120) for job in jobs]
 
 
-def test_concurrent_jobs_never_exceed_the_limit_in_any_window(tmp_path):
-    """4 processes x 6 calls in flight against a server that allows 6 in any 3 s: paced,
-    no window ever holds more than 6 requests and the server refuses none."""
+@pytest.mark.parametrize("backend", ["gemini", "openai"])
+def test_concurrent_jobs_never_exceed_the_limit_in_any_window(tmp_path, backend):
+    """4 processes x 6 calls in flight against a server that allows 6 in any 3 s: paced
+    (in either SDK's HTTP request hook), no window ever holds more than 6 requests and the
+    server refuses none."""
     with FakeVLM(delay=0.2, rate_limit=(LIMIT, WINDOW_S)) as fake:
-        assert run_jobs(fake, tmp_path, requests_per_minute=LIMIT) == [0] * JOBS
+        assert run_jobs(fake, tmp_path, backend, requests_per_minute=LIMIT) == [0] * JOBS
     assert len(fake.requests) == JOBS * CALLS and fake.rate_limited == 0
     assert most_in_any_window([r.at for r in fake.requests], WINDOW_S) == LIMIT
 
