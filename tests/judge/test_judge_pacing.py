@@ -89,3 +89,20 @@ def test_a_request_waits_while_the_window_holds_the_token_limit(tmp_path, tokens
 
     waited = asyncio.run(acquire())
     assert (waited > window) == (tokens == 100), waited
+
+
+def test_requests_go_at_most_twice_the_quota_rate_in_any_second(tmp_path):
+    """600 a minute: an empty window still lets only 20 requests go in any second (twice
+    the mean rate), so a free window is spread over half of it, not sent in one burst."""
+    limit = SharedRateLimit(tmp_path / "rate_window", requests=600, window_s=60.0)
+
+    async def acquire_all() -> list[float]:
+        times = []
+        for _ in range(45):
+            await limit.acquire()
+            times.append(time.monotonic())
+        return times
+
+    times = asyncio.run(acquire_all())
+    assert most_in_any_window(times, 1.0) == 20
+    assert times[-1] - times[0] >= 2.0  # 45 requests take more than two seconds

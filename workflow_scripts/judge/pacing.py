@@ -9,7 +9,10 @@ only when a reply comes, so the window may go over its token limit by the tokens
 requests in flight when it fills; requests after them wait. A request is counted right
 before its HTTP request is sent (the backends' request hook: the SDK's own work on it,
 seconds on a loaded host, comes first), and the window is 2 s longer than the quota's
-(`window_s`): slack for the rest of its way to the server.
+(`window_s`): slack for the rest of its way to the server. A second, one-second window
+holds requests to twice the quota's mean rate: a free window is not spent in one burst
+(hundreds of requests a second at short replies), whose echo one window later would meet
+the server's count of the first burst, late on a loaded server, and draw 429s.
 """
 
 from __future__ import annotations
@@ -20,15 +23,20 @@ import time
 from pathlib import Path
 
 SLACK_S = 2.0
+BURST = 2.0  # at most this many times the quota's mean rate in any second
 
 
 class SharedRateLimit:
     """At most `requests` requests and `tokens` tokens (None: no limit) in any `window_s`,
-    across every process that uses the same `path`."""
+    and at most BURST x `requests` / `window_s` requests in any second, across every
+    process that uses the same `path`."""
 
     def __init__(self, path: str | Path, requests=None, tokens=None, window_s: float = 60.0):
         self.path, self.window = Path(path), window_s + SLACK_S
-        self.limits = {1: requests, 2: tokens}  # by the column of an entry that they limit
+        # (column of an entry, its limit, the seconds it counts back)
+        self.limits = [(1, requests, self.window), (2, tokens, self.window)]
+        if requests:
+            self.limits.append((1, max(1, round(BURST * requests / window_s)), 1.0))
 
     async def acquire(self) -> None:
         """Waits until one more request fits the limits, and counts it."""
@@ -37,7 +45,7 @@ class SharedRateLimit:
 
     def spend(self, tokens: int) -> None:
         """Counts a reply's tokens (only where tokens are limited)."""
-        if self.limits[2] and tokens:
+        if self.limits[1][1] and tokens:
             self._add(0, tokens, force=True)
 
     def _add(self, requests: int, tokens: int, force: bool = False) -> float:
@@ -58,16 +66,17 @@ class SharedRateLimit:
         return wait
 
     def _wait(self, entries: list[tuple], now: float) -> float:
-        """0 if the window leaves room under every limit, else when the oldest entries that
-        fill it will have left it."""
+        """0 if every limit leaves room, else when the oldest entries that fill a limit's
+        span will have left it."""
         wait = 0.0
-        for column, limit in self.limits.items():
-            used = sum(entry[column] for entry in entries)
+        for column, limit, span in self.limits:
+            counted = [entry for entry in entries if entry[0] > now - span]
+            used = sum(entry[column] for entry in counted)
             if not limit or used < limit:
                 continue
-            for entry in entries:  # oldest first
+            for entry in counted:  # oldest first
                 used -= entry[column]
                 if used < limit:
-                    wait = max(wait, entry[0] + self.window - now)
+                    wait = max(wait, entry[0] + span - now)
                     break
         return wait
