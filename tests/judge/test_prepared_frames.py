@@ -27,7 +27,6 @@ from workflow_scripts.judge.frames import VideoFrames, samples, store_path
 from workflow_scripts.judge.prepared import prepare_frames_job
 from workflow_scripts.judge.protocol import judge_video, reachable_frames, round2_spans
 from workflow_scripts.judge.settings import Protocol, frame_params
-from workflow_scripts.transitions.labelling import uniform_frames
 
 CLIPS = [(16, 81), (24, 121), (25, 121), (30, 90)]  # (fps, frames): Wan, LTX, others
 
@@ -92,8 +91,8 @@ def test_prepared_frames_are_the_frames_the_jobs_make(run_folder, tmp_path):
     assert all(store_path(store, i).read_bytes() == made[i] for i in prepared)
     for step in (1, 2):
         checkpoint = run_folder / "denoise" / checkpoint_name(step, "x0")
-        shown = uniform_frames(checkpoint, 4, 128, None)
-        read = uniform_frames(checkpoint, 4, 128, frame_store(frames, checkpoint))
+        shown = VideoFrames(checkpoint, 128).uniform(4)
+        read = VideoFrames(checkpoint, 128, frame_store(frames, checkpoint)).uniform(4)
         assert [f.jpeg for f in read] == [f.jpeg for f in shown] and len(shown) == 4
         assert all(store_path(frame_store(frames, checkpoint), f.index).is_file() for f in shown)
 

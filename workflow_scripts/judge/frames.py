@@ -139,12 +139,6 @@ def samples(
     return [(index, None) for index in frame_indices(count, rate, fps, start, end)]
 
 
-def uniform_fps(shown: int, count: int, rate: float) -> float:
-    """The rate that samples `shown` frames spread evenly from the first to the last of a
-    clip of `count` frames at `rate` fps (by the `nearest` rule)."""
-    return (shown - 1) / (count / rate)
-
-
 def store_path(store: str | Path, index: int) -> Path:
     """Frame `index`'s JPEG in a folder of prepared frames (rule `prepare_frames`)."""
     return Path(store) / f"{index:05d}.jpg"
@@ -187,6 +181,12 @@ class VideoFrames:
             jpeg = self._jpegs([index for index, _ in sampled], reader)
         return [Frame(index, index / rate, jpeg[index], asked) for index, asked in sampled]
 
+    def uniform(self, shown: int) -> list[Frame]:
+        """`shown` frames spread evenly from the first to the last (fewer if the clip is
+        shorter), by the `nearest` rule."""
+        count, rate = self.clip()
+        return self.sample((shown - 1) / (count / rate))
+
     def _open(self) -> tuple[tuple[int, float], decord.VideoReader | None]:
         """The clip's (count, rate), and a reader where it took one to learn them."""
         if self._clip is not None:
@@ -216,7 +216,6 @@ def sample_frames(
     end: float | None = None,
     long_side: int = 512,
     rule: str = "nearest",
-    store: str | Path | None = None,
 ) -> list[Frame]:
-    """`VideoFrames(video, long_side, store).sample(fps, start, end, rule)`: one pass."""
-    return VideoFrames(video, long_side, store).sample(fps, start, end, rule)
+    """`VideoFrames(video, long_side).sample(fps, start, end, rule)`: one pass's frames."""
+    return VideoFrames(video, long_side).sample(fps, start, end, rule)

@@ -16,18 +16,17 @@ from pathlib import Path
 from vgi_models.video import checkpoint_name
 from workflow_scripts.common.layout import frame_store
 from workflow_scripts.common.logs import job_log
-from workflow_scripts.judge.frames import VideoFrames, samples, store_path, uniform_fps
+from workflow_scripts.judge.frames import VideoFrames, store_path
 from workflow_scripts.judge.protocol import reachable_frames
 from workflow_scripts.judge.settings import Protocol
 
 
-def store_frames(video: Path, indices, long_side: int, folder: Path) -> int:
-    """Writes frames `indices` of `video` into its store under `folder`; returns how many."""
-    store = frame_store(folder, video)
+def store_frames(jpegs: dict[int, bytes], store: Path) -> int:
+    """Writes each frame's JPEG into `store`; returns how many."""
     store.mkdir(parents=True, exist_ok=True)
-    for index, jpeg in VideoFrames(video, long_side).jpegs(indices).items():
+    for index, jpeg in jpegs.items():
         store_path(store, index).write_bytes(jpeg)
-    return len(indices)
+    return len(jpegs)
 
 
 def prepare_frames_job(smk) -> None:
@@ -39,11 +38,12 @@ def prepare_frames_job(smk) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)
         written = 0
         for video in map(Path, smk.input.videos):
-            frames = reachable_frames(*VideoFrames(video).clip(), protocol)
-            written += store_frames(video, frames, side, Path(folder))
+            frames = VideoFrames(video, side)
+            jpegs = frames.jpegs(reachable_frames(*frames.clip(), protocol))
+            written += store_frames(jpegs, frame_store(folder, video))
             for step in labels["steps"] if labels else []:
                 checkpoint = video.parent / "denoise" / checkpoint_name(step, "x0")
-                count, rate = VideoFrames(checkpoint).clip()
-                shown = samples(count, rate, uniform_fps(labels["frames"], count, rate))
-                written += store_frames(checkpoint, [i for i, _ in shown], side, Path(folder))
+                shown = VideoFrames(checkpoint, side).uniform(labels["frames"])
+                jpegs = {frame.index: frame.jpeg for frame in shown}
+                written += store_frames(jpegs, frame_store(folder, checkpoint))
         print(json.dumps({"videos": len(smk.input.videos), "frames": written}))

@@ -23,7 +23,7 @@ from vgi_models.video import checkpoint_name
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.layout import frame_store
 from workflow_scripts.common.logs import job_log
-from workflow_scripts.judge.frames import Frame, VideoFrames, encode_image, uniform_fps
+from workflow_scripts.judge.frames import VideoFrames, encode_image
 from workflow_scripts.judge.jobs import run_vlm, summary
 from workflow_scripts.judge.settings import Protocol
 from workflow_scripts.transitions.labels import TRANSITION
@@ -31,13 +31,6 @@ from workflow_scripts.transitions.settings import Pair
 
 if TYPE_CHECKING:
     from workflow_scripts.judge.client import VLMClient
-
-
-def uniform_frames(video: Path, shown: int, long_side: int, store: Path | None) -> list[Frame]:
-    """`shown` frames spread evenly from the first to the last (fewer if the clip is
-    shorter); those prepared in `store` read from it."""
-    frames = VideoFrames(video, long_side, store)
-    return frames.sample(uniform_fps(shown, *frames.clip()))
 
 
 def _pair(a: int, b: int, reply: dict | None, human: str | None) -> dict:
@@ -92,7 +85,7 @@ async def label_pairs(
             video = denoise / checkpoint_name(step, "x0")
             store = prepared and frame_store(prepared, video)
             side = protocol.frame_long_side
-            frames[step] = uniform_frames(video, frames_per_checkpoint, side, store)
+            frames[step] = VideoFrames(video, side, store).uniform(frames_per_checkpoint)
         return refs, frames
 
     refs, frames = await asyncio.to_thread(prepare)  # off the event loop: calls go on
