@@ -1,8 +1,9 @@
-"""The stages' conda envs (envs/*.yaml) against pyproject.toml and this machine.
+"""The lock (requirements/cpu.txt) and the stages' conda envs (envs/*.yaml) against pyproject.toml.
 
-Every pip entry of an env is an exact pin of a project dependency, at a version the project's
-specifier admits and, where the package is installed here, the installed one: the pins are the
-versions the tests ran. Each env holds the project dependencies its stage's entry scripts import.
+The lock pins every project dependency, the test extra's included, at a version pyproject's
+specifier admits. Every pip entry of an env is an exact pin of a project dependency at the
+lock's version: the versions the tests ran. Each env holds the project dependencies its
+stage's entry scripts import. Nothing here reads which versions this machine has installed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ tomllib = pytest.importorskip("tomllib")
 ENVS = sorted((REPO / "envs").glob("*.yaml"))
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 PROJECT = {canonicalize_name(r.name): r for r in map(Requirement, PYPROJECT["dependencies"])}
+TEST_EXTRA = [Requirement(r) for r in PYPROJECT["optional-dependencies"]["test"]]
+# A lock entry: `name==version \` at the start of a line (its hashes and `# via` follow).
+LOCKED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", re.MULTILINE)
 # A `script:` rule's env and entry script (the rules' own lines, e.g. `"../envs/judge.yaml"`).
 RULE = re.compile(r"^rule \w+:\n(?:(?!rule ).*\n)*", re.MULTILINE)
 CONDA = re.compile(r'conda:\s+"\.\./(envs/\w+\.yaml)"')
@@ -52,11 +56,25 @@ def pinned_version(requirement: Requirement) -> Version | None:
     return None
 
 
-def installed(name: str) -> Version | None:
-    try:
-        return Version(importlib.metadata.version(name))
-    except importlib.metadata.PackageNotFoundError:
-        return None
+def locked() -> dict[str, Version]:
+    text = (REPO / "requirements" / "cpu.txt").read_text(encoding="utf-8")
+    return {canonicalize_name(name): Version(version) for name, version in LOCKED.findall(text)}
+
+
+LOCK = locked()
+
+
+def test_the_lock_pins_every_project_dependency_within_its_specifier():
+    """Torch's CPU build (`+cpu`) is the release its specifier names."""
+    assert len(LOCK) > len(PROJECT), "the lock holds the transitive dependencies too"
+    problems = []
+    for requirement in [*PROJECT.values(), *TEST_EXTRA]:
+        version = LOCK.get(canonicalize_name(requirement.name))
+        if version is None:
+            problems.append(f"{requirement}: not in requirements/cpu.txt")
+        elif not requirement.specifier.contains(Version(version.public), prereleases=True):
+            problems.append(f"{requirement}: the lock has {version}")
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)
@@ -77,13 +95,13 @@ def test_every_pin_is_a_project_dependency_that_admits_it(env):
 
 
 @pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)
-def test_pins_are_the_installed_versions(env):
+def test_pins_are_the_lock_versions(env):
     """A local label (torch's `+cpu`) is a build of the same release."""
-    found = [(pin, pinned_version(pin), installed(pin.name)) for pin in pins(env)]
     differ = [
-        f"{pin}: {here} is installed"
-        for pin, pinned, here in found
-        if None not in (pinned, here) and pinned != Version(here.public)
+        f"{pin}: requirements/cpu.txt has {LOCK.get(canonicalize_name(pin.name))}"
+        for pin in pins(env)
+        if canonicalize_name(pin.name) not in LOCK
+        or pinned_version(pin) != Version(LOCK[canonicalize_name(pin.name)].public)
     ]
     assert not differ, "\n".join(differ)
 
