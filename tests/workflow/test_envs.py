@@ -1,9 +1,11 @@
-"""The lock (requirements/cpu.txt) and the stages' conda envs (envs/*.yaml) against pyproject.toml.
+"""The locks (requirements/cpu.txt, gpu.txt) and the stages' conda envs (envs/*.yaml) against
+pyproject.toml.
 
-The lock pins every project dependency, the test extra's included, at a version pyproject's
-specifier admits. Every pip entry of an env is an exact pin of a project dependency at the
-lock's version: the versions the tests ran. Each env holds the project dependencies its
-stage's entry scripts import. Nothing here reads which versions this machine has installed.
+Each lock pins every project dependency, its extra's included (test for the CPU lock, gpu for
+the GPU lock), at a version pyproject's specifier admits, and the two agree on every package
+they share (torch up to its build label). Every pip entry of an env is an exact pin of a
+project dependency at the CPU lock's version: the versions the tests ran. Each env holds the
+project dependencies its stage's entry scripts import. Nothing here reads which versions this machine has installed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ tomllib = pytest.importorskip("tomllib")
 ENVS = sorted((REPO / "envs").glob("*.yaml"))
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 PROJECT = {canonicalize_name(r.name): r for r in map(Requirement, PYPROJECT["dependencies"])}
-TEST_EXTRA = [Requirement(r) for r in PYPROJECT["optional-dependencies"]["test"]]
+EXTRAS = {
+    extra: [Requirement(r) for r in PYPROJECT["optional-dependencies"][extra]]
+    for extra in ("test", "gpu")
+}
 # A lock entry: `name==version \` at the start of a line (its hashes and `# via` follow).
 LOCKED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", re.MULTILINE)
 # A `script:` rule's env and entry script (the rules' own lines, e.g. `"../envs/judge.yaml"`).
@@ -56,25 +61,40 @@ def pinned_version(requirement: Requirement) -> Version | None:
     return None
 
 
-def locked() -> dict[str, Version]:
-    text = (REPO / "requirements" / "cpu.txt").read_text(encoding="utf-8")
+def locked(name: str) -> dict[str, Version]:
+    text = (REPO / "requirements" / f"{name}.txt").read_text(encoding="utf-8")
     return {canonicalize_name(name): Version(version) for name, version in LOCKED.findall(text)}
 
 
-LOCK = locked()
+LOCKS = {"cpu": (locked("cpu"), "test"), "gpu": (locked("gpu"), "gpu")}
+LOCK = LOCKS["cpu"][0]
 
 
-def test_the_lock_pins_every_project_dependency_within_its_specifier():
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_the_lock_pins_every_project_dependency_within_its_specifier(lock):
     """Torch's CPU build (`+cpu`) is the release its specifier names."""
-    assert len(LOCK) > len(PROJECT), "the lock holds the transitive dependencies too"
+    versions, extra = LOCKS[lock]
+    assert len(versions) > len(PROJECT), "the lock holds the transitive dependencies too"
     problems = []
-    for requirement in [*PROJECT.values(), *TEST_EXTRA]:
-        version = LOCK.get(canonicalize_name(requirement.name))
+    for requirement in [*PROJECT.values(), *EXTRAS[extra]]:
+        version = versions.get(canonicalize_name(requirement.name))
         if version is None:
-            problems.append(f"{requirement}: not in requirements/cpu.txt")
+            problems.append(f"{requirement}: not in requirements/{lock}.txt")
         elif not requirement.specifier.contains(Version(version.public), prereleases=True):
-            problems.append(f"{requirement}: the lock has {version}")
+            problems.append(f"{requirement}: requirements/{lock}.txt has {version}")
     assert not problems, "\n".join(problems)
+
+
+def test_the_locks_agree_on_what_they_share():
+    """The GPU lock is the CPU lock's study packages on torch's CUDA build, with xformers."""
+    cpu, gpu = LOCKS["cpu"][0], LOCKS["gpu"][0]
+    assert cpu["torch"].local == "cpu" and gpu["torch"].local is None
+    differ = [
+        f"{name}: cpu.txt {cpu[name]}, gpu.txt {gpu[name]}"
+        for name in sorted(cpu.keys() & gpu.keys())
+        if cpu[name].public != gpu[name].public
+    ]
+    assert not differ, "\n".join(differ)
 
 
 @pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)
