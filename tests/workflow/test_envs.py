@@ -5,7 +5,8 @@ Each lock pins every project dependency, its extra's included (test for the CPU 
 the GPU lock), at a version pyproject's specifier admits, and the two agree on every package
 they share (torch up to its build label). Every pip entry of an env is an exact pin of a
 project dependency at the CPU lock's version: the versions the tests ran. Each env holds the
-project dependencies its stage's entry scripts import. Nothing here reads which versions this machine has installed.
+project dependencies its stage's entry scripts import. Nothing here reads which versions this
+machine has installed.
 """
 
 from __future__ import annotations
