@@ -62,8 +62,8 @@ def pinned_version(requirement: Requirement) -> Version | None:
     return None
 
 
-def locked(name: str) -> dict[str, Version]:
-    text = (REPO / "requirements" / f"{name}.txt").read_text(encoding="utf-8")
+def locked(lock: str) -> dict[str, Version]:
+    text = (REPO / "requirements" / f"{lock}.txt").read_text(encoding="utf-8")
     return {canonicalize_name(name): Version(version) for name, version in LOCKED.findall(text)}
 
 
@@ -119,10 +119,10 @@ def test_every_pin_is_a_project_dependency_that_admits_it(env):
 def test_pins_are_the_lock_versions(env):
     """A local label (torch's `+cpu`) is a build of the same release."""
     differ = [
-        f"{pin}: requirements/cpu.txt has {LOCK.get(canonicalize_name(pin.name))}"
+        f"{pin}: requirements/cpu.txt has {version}"
         for pin in pins(env)
-        if canonicalize_name(pin.name) not in LOCK
-        or pinned_version(pin) != Version(LOCK[canonicalize_name(pin.name)].public)
+        if (version := LOCK.get(canonicalize_name(pin.name))) is None
+        or pinned_version(pin) != Version(version.public)
     ]
     assert not differ, "\n".join(differ)
 
