@@ -105,6 +105,9 @@ GENERATE_ENV = {
         os.path.dirname(workflow_scripts.__file__), "entry/generate.py"
     ),
     "VGI_REGISTRY": config["model_registry"],
+    # resumable states of cut-off jobs: outside the outputs, which a failed job loses
+    "VGI_RESUME_DIR": os.path.join(OUT, "resume"),
+    "VGI_SAVE_EVERY": str(config["denoise"]["save_every"]),
 }
 GENERATE_EXPORTS = "".join(
     f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import platform
 import resource
@@ -14,10 +16,13 @@ from PIL import Image
 
 from vgi_models.hooks import CheckpointRecorder
 from vgi_models.registry import ModelSpec
+from vgi_models.resume import Trajectory, state_key
 from vgi_models.runtime import place
 from vgi_models.video import checkpoint_name, write_video
 
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "peft")
+SAVE_EVERY = 5  # denoise.save_every's default (README, "Preemptible partitions")
+KINDS = {"x0": ["x0"], "xt": ["xt"], "both": ["x0", "xt"]}
 
 
 def generate(
@@ -27,6 +32,8 @@ def generate(
     steps: list[int],
     decode: str,
     out_dir: Path,
+    state_dir: Path | None = None,
+    save_every: int = SAVE_EVERY,
 ) -> dict:
     """Run the model on one instance, decode every checkpoint, return the metadata written.
 
@@ -34,6 +41,10 @@ def generate(
     state (`checkpoint_latents`) to the same latent form, which its `decode` turns into frames.
     Checkpoints are recorded over the first (or only) stage; `refine` runs any later stage, whose
     output is the video (LTX-2.3's two-stage recipe: checkpoints at the first stage's size).
+
+    With `state_dir` the job is resumable (`vgi_models.resume`): the denoising state is saved
+    there every `save_every` steps and on SIGTERM, until the outputs are written; a state an
+    earlier attempt saved for the same settings, prompt, image and versions is resumed.
     """
     out_dir = Path(out_dir)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -48,51 +59,72 @@ def generate(
     pipe = place(pipe, spec.runtime, device)
     seconds["load"] = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
     generator = torch.Generator("cpu").manual_seed(gen["seed"])
-    kinds = {"x0": ["x0"], "xt": ["xt"], "both": ["x0", "xt"]}[decode]
     call = {"image": Image.open(image).convert("RGB"), "prompt": prompt, "generator": generator}
-    with torch.inference_mode():
-        with CheckpointRecorder(pipe.scheduler, tuple(steps), keep_xt="xt" in kinds) as rec:
-            output = pipe(**call, output_type="latent", **family.call_kwargs(gen))
-        recorded = family.final_latents(pipe, output).cpu()
-        output = family.refine(pipe, output, gen, **call)
-    seconds["denoise"] = time.perf_counter() - t0
+    versions = {"python": platform.python_version()} | {p: version(p) for p in PACKAGES}
+    trajectory = contextlib.nullcontext()
+    if state_dir is not None:
+        key = state_key(
+            settings=spec.settings(),
+            denoise={"steps": sorted(steps), "decode": decode},
+            prompt=prompt,
+            image=hashlib.sha256(Path(image).read_bytes()).hexdigest(),
+            versions=versions,
+        )
+        path = Path(state_dir) / f"{key}.pt"
+        trajectory = Trajectory(pipe, path, generator, save_every, family.LOOP_TENSORS)
 
-    t0 = time.perf_counter()
-    latents = family.final_latents(pipe, output).cpu()
-    final = family.decode(pipe, latents)
-    audio = family.final_audio(pipe, output) if gen.get("keep_audio") else None
-    write_video(final, out_dir / "video.mp4", gen["fps"], audio)
-    for step in steps:
-        for kind in kinds:
-            state = family.checkpoint_latents(pipe, getattr(rec.checkpoints[step], kind), recorded)
-            frames = final if torch.equal(state, latents) else family.decode(pipe, state)
-            write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
-    checkpoint_size = {"height": int(frames.shape[1]), "width": int(frames.shape[2])}
-    seconds["decode"] = time.perf_counter() - t0
+    with trajectory as resumable:  # a SIGTERM while decoding keeps the last step's state
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            with CheckpointRecorder(pipe.scheduler, tuple(steps), "xt" in KINDS[decode]) as rec:
+                if resumable:
+                    resumable.track(rec)
+                output = pipe(**call, output_type="latent", **family.call_kwargs(gen))
+            recorded = family.final_latents(pipe, output).cpu()
+            output = family.refine(pipe, output, gen, **call)
+        seconds["denoise"] = time.perf_counter() - t0
 
-    meta = {
-        "model": spec.key,
-        "settings": spec.settings(),
-        "runtime": spec.runtime,
-        "lora": lora,
-        "seed": gen["seed"],
-        "image": str(image),
-        "prompt": prompt,
-        "denoise": {"steps": list(steps), "decode": decode},
-        "frames": int(final.shape[0]),
-        "height": int(final.shape[1]),
-        "width": int(final.shape[2]),
-        "checkpoint_size": checkpoint_size,  # a two-stage model's checkpoints: its first stage
-        "fps": gen["fps"],
-        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "threads": torch.get_num_threads(),
-        "versions": {"python": platform.python_version()} | {p: version(p) for p in PACKAGES},
-        "seconds": {k: round(v, 3) for k, v in seconds.items()},
-        "peak_memory_mb": _peak_memory_mb(device),
-    }
-    (out_dir / "generation.json").write_text(json.dumps(meta, indent=2) + "\n")
+        t0 = time.perf_counter()
+        latents = family.final_latents(pipe, output).cpu()
+        final = family.decode(pipe, latents)
+        audio = family.final_audio(pipe, output) if gen.get("keep_audio") else None
+        write_video(final, out_dir / "video.mp4", gen["fps"], audio)
+        for step in steps:
+            for kind in KINDS[decode]:
+                state = getattr(rec.checkpoints[step], kind)
+                state = family.checkpoint_latents(pipe, state, recorded)
+                frames = final if torch.equal(state, latents) else family.decode(pipe, state)
+                write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
+        seconds["decode"] = time.perf_counter() - t0
+
+        meta = {
+            "model": spec.key,
+            "settings": spec.settings(),
+            "runtime": spec.runtime,
+            "lora": lora,
+            "seed": gen["seed"],
+            "image": str(image),
+            "prompt": prompt,
+            "denoise": {"steps": list(steps), "decode": decode},
+            "frames": int(final.shape[0]),
+            "height": int(final.shape[1]),
+            "width": int(final.shape[2]),
+            # a two-stage model's checkpoints: its first stage
+            "checkpoint_size": {"height": int(frames.shape[1]), "width": int(frames.shape[2])},
+            "fps": gen["fps"],
+            "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+            "threads": torch.get_num_threads(),
+            "versions": versions,
+            "seconds": {k: round(v, 3) for k, v in seconds.items()},
+            "peak_memory_mb": _peak_memory_mb(device),
+        }
+        if resumable:  # each attempt: its first step, seconds, steps computed
+            meta["resumed_from_step"] = resumable.resumed_from_step
+            meta["attempts"] = resumable.record()
+        (out_dir / "generation.json").write_text(json.dumps(meta, indent=2) + "\n")
+        if resumable:
+            resumable.finish()
     return meta
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 from pathlib import Path
 
 import yaml
@@ -16,6 +18,9 @@ def generate_job(argv: list[str]) -> None:
 
     How the model runs (`runtime`: offload, tiling, attention) is read from the registry
     when the job starts: it does not change the video, so it is not a param (no reruns).
+    Nor are where its resumable state lives and how often it is saved (`VGI_RESUME_DIR`,
+    `VGI_SAVE_EVERY`, from the shell prefix): the state goes under
+    `<VGI_RESUME_DIR>/<run>/<task>/<instance>/`.
     """
     job = shell_job(argv, ["model", "settings", "registry", "image", "prompt", "video", "threads"])
     import torch
@@ -30,12 +35,17 @@ def generate_job(argv: list[str]) -> None:
         settings["runtime"] = yaml.safe_load(registry)[model].get("runtime", {})
     spec = load_registry({model: settings})[model]
     torch.set_num_threads(int(job.threads))
+    logging.getLogger("vgi_models").setLevel(logging.INFO)  # steps, saves, resumes
+    video = Path(job.video)
+    state_dir = Path(os.environ["VGI_RESUME_DIR"], *video.parts[-4:-1])
     meta = generate(
         spec,
         image=job.image,
         prompt=job.prompt,
         steps=denoise["steps"],
         decode=denoise["decode"],
-        out_dir=Path(job.video).parent,
+        out_dir=video.parent,
+        state_dir=state_dir,
+        save_every=int(os.environ["VGI_SAVE_EVERY"]),
     )
     print(json.dumps(meta["seconds"]))

@@ -9,7 +9,8 @@ Each family module (`wan`, `hunyuan15`, `ltx23`) provides:
   denoising (LTX-2.3's second stage; the output itself for one-stage families);
 - `checkpoint_latents(pipe, state, final)` -> a recorded scheduler state in the form of
   `final`, the latent of the recorded (first) stage;
-- `decode(pipe, latents)` -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes.
+- `decode(pipe, latents)` -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes;
+- `LOOP_TENSORS`: what its denoising loop steps (`vgi_models.resume` saves them).
 
 Each tiny module (`wan_tiny`, `hunyuan15_tiny`, `ltx23_tiny`) provides
 `build_tiny(family, generation)` -> a pipeline of the family's architecture from config alone,

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+# What the denoising loop steps, by the names of its step callback and `prepare_<name>`.
+LOOP_TENSORS = ("latents",)
+
 
 def final_latents(pipe, output) -> torch.Tensor:
     """The latent of an `output_type="latent"` call, as the family's `decode` takes it."""

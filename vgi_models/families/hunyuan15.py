@@ -17,6 +17,7 @@ import torch
 from diffusers import FlowMatchEulerDiscreteScheduler, HunyuanVideo15ImageToVideoPipeline
 
 from vgi_models.families.common import (  # noqa: F401
+    LOOP_TENSORS,
     checkpoint_latents,
     final_latents,
     refine,

@@ -31,6 +31,8 @@ from diffusers.pipelines.ltx2.latent_upsampler import LTX2LatentUpsamplerModel
 
 from vgi_models.families.common import to_frames
 
+LOOP_TENSORS = ("latents", "audio_latents")  # the audio stream is denoised alongside
+
 
 def _scheduler() -> FlowMatchEulerDiscreteScheduler:
     """The released LTX-2 scheduler configuration (resolution-dependent shift), for a pipeline

@@ -18,6 +18,7 @@ import torch
 from diffusers import UniPCMultistepScheduler, WanImageToVideoPipeline
 
 from vgi_models.families.common import (  # noqa: F401
+    LOOP_TENSORS,
     checkpoint_latents,
     final_latents,
     refine,
