@@ -24,6 +24,7 @@ what the uninterrupted run computes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -126,10 +127,8 @@ class Trajectory:
     def finish(self) -> None:
         """The job's outputs are complete: the state goes."""
         self.path.unlink(missing_ok=True)
-        try:
+        with contextlib.suppress(OSError):  # not empty: another write is not ours to remove
             self.path.parent.rmdir()
-        except OSError:
-            pass  # not empty: a write under way elsewhere is not ours to remove
 
     def _attempt(self) -> dict:
         seconds = round(time.perf_counter() - self.started, 3)
