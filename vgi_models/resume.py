@@ -127,8 +127,8 @@ class Trajectory:
     def finish(self) -> None:
         """The job's outputs are complete: the state goes."""
         self.path.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # not empty: another write is not ours to remove
-            self.path.parent.rmdir()
+        with contextlib.suppress(OSError):  # the empty folders up to the first one in use
+            os.removedirs(self.path.parent)
 
     def _attempt(self) -> dict:
         seconds = round(time.perf_counter() - self.started, 3)
@@ -276,7 +276,6 @@ class Trajectory:
                 },
             },
         }
-        log.info("denoised step %d of %d%s", self.step, pipe.num_timesteps, self._stage_name())
         if self.done % self.save_every == 0:
             self._write()
         return {}
@@ -286,7 +285,7 @@ class Trajectory:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _write(self) -> None:
+    def _write(self, why: str = "") -> None:
         latest = self.latest
         state = latest | {
             "format": FORMAT,
@@ -301,12 +300,13 @@ class Trajectory:
             os.fsync(out.fileno())
         os.replace(temporary, self.path)
         self.written = (latest["stage"], latest["step"])
+        where = f"step {latest['step']} of {latest['steps']}{self._stage_name()}"
+        log.info("saved the state at %s%s", where, f" on {why}" if why else "")
 
     def _save_latest(self, why: str) -> None:
         latest = self.latest
         if latest and self.written != (latest["stage"], latest["step"]):
-            self._write()
-            log.warning("saved at step %d of %d on %s", latest["step"], latest["steps"], why)
+            self._write(why)
 
     def _terminated(self, signum, frame) -> None:
         self._save_latest(signal.Signals(signum).name)
