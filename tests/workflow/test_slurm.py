@@ -23,7 +23,7 @@ import yaml
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
 from tests.support.slurm_cluster import slurm_cluster_fixture  # noqa: F401  (the `slurm_cluster` fixture)
-from tests.support.workflow import REPO, default_config
+from tests.support.workflow import REPO, default_config, snakemake
 
 SQUEUE = "JobID:6,Partition:6,State:11,Comment:60,tres-per-job:14,NodeList:10"
 GENERATE = "rule_generate_wildcards_tiny_wan22_sorting_sorting_lv1_00{}"  # a job's comment
@@ -137,3 +137,50 @@ def test_a_killed_snakemake_leaves_its_jobs_running_and_a_rerun_keeps_their_vide
     assert "Nothing to be done" in (tmp_path / "run.log").read_text(encoding="utf-8")
     assert set(squeue(slurm_cluster)) - before == new  # nothing submitted again
     assert {path: stamp(path) for path in videos} == videos
+
+
+def test_a_requeued_generate_job_resumes_where_slurm_cut_it_off(slurm_cluster, tmp_path):
+    """`scontrol requeue` mid-denoise: SIGTERM, the job saves its state and ends; SLURM runs
+    it again, it resumes (log line), and its files equal an uninterrupted local run's."""
+    config = gpu_config(tmp_path, {"enabled": False})
+    registry = yaml.safe_load((tmp_path / "models.yaml").read_text(encoding="utf-8"))
+    # about 10 s of denoising: 200 steps (more would repeat timesteps) of 50 ms at 288x512
+    registry["tiny_wan22"]["generation"] |= {"num_inference_steps": 200, "height": 288}
+    registry["tiny_wan22"]["generation"] |= {"width": 512}
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    config["denoise"] |= {"steps": [20, 100, 200], "save_every": 10}
+    run = Path("tiny_wan22/sorting/sorting_lv1_001")  # under the outdir
+    log = tmp_path / "results/logs/generate/tiny_wan22/sorting/sorting_lv1_001.log"
+    before = set(squeue(slurm_cluster))
+
+    process = start(tmp_path, config, str(tmp_path / "results" / run / "video.mp4"))
+
+    def saved(_) -> bool:
+        assert process.poll() is None, (tmp_path / "run.log").read_text(encoding="utf-8")[-3000:]
+        return log.exists() and "saved the state at step 40 " in log.read_text()
+
+    watch(slurm_cluster, saved, timeout=300)
+    (job,) = set(squeue(slurm_cluster)) - before
+    slurm_cluster.run("scontrol", "requeue", job)
+    # SLURM holds a requeued job back (its BeginTime) for a while: release it for the test
+    watch(slurm_cluster, lambda _: " PENDING " in squeue(slurm_cluster)[job], timeout=120)
+    slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+    seen = watch(slurm_cluster, lambda _: process.poll() is not None)
+    print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
+    assert process.wait() == 0, (tmp_path / "run.log").read_text(encoding="utf-8")[-4000:]
+    resumed = re.search(r"resumed at step (\d+) of 200\n", log.read_text())
+    assert resumed and int(resumed[1]) >= 40, log.read_text()[-3000:]
+    meta = json.loads((tmp_path / "results" / run / "generation.json").read_text())
+    assert meta["resumed_from_step"] == int(resumed[1]) and len(meta["attempts"]) == 2
+    assert not (tmp_path / "results" / "resume").exists()
+    assert set(squeue(slurm_cluster)) - before == {job}  # requeued, not submitted again
+
+    local = tmp_path / "local" / "results"  # the same job, uninterrupted, without SLURM
+    done = snakemake(local.parent, config | {"outdir": str(local)}, str(local / run / "video.mp4"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    videos = sorted((tmp_path / "results" / run).rglob("*.mp4"))
+    assert len(videos) == 1 + len(config["denoise"]["steps"])
+    for path in videos:
+        assert path.read_bytes() == (local / path.relative_to(tmp_path / "results")).read_bytes()
+    again = start(tmp_path, config, "-n", str(tmp_path / "results" / run / "video.mp4"))
+    assert again.wait() == 0 and "Nothing to be done" in (tmp_path / "run.log").read_text()
