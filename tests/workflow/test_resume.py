@@ -5,7 +5,7 @@ What a crash leaves, as measured here: incomplete markers on the outputs of the 
 off, and Snakemake's lock. A cut-off job that wrote no output yet is simply run again; one
 that did (here: its video written, its checkpoints still decoding) stops a rerun, dry runs
 included, with IncompleteFilesException unless `--rerun-incomplete` (the SLURM profile sets
-it), which redoes that job. Then the lock stops the rerun ("cannot be locked"):
+it), which redoes that job, from its saved denoising state. Then the lock stops the rerun ("cannot be locked"):
 `snakemake --unlock` once, and the rerun finishes. Finished jobs are never redone.
 """
 
@@ -123,6 +123,9 @@ def test_a_killed_run_resumes_without_redoing_videos_or_paying_a_call_twice(tmp_
     resume(tmp_path, config, "generate_all")
     assert len(list(model.glob("*/*/generation.json"))) == INSTANCES
     assert {path: stamp(path) for path in done} == done  # not one redone
+    for run in cut:  # its 40 steps were saved: only the decoding is done again
+        assert json.loads((run / "generation.json").read_text())["resumed_from_step"] == 40
+    assert not (tmp_path / "results" / "resume").exists()
 
     # 2. judging, one (model, task) job at a time: kill once a judge job is done and the
     # other's calls are in flight

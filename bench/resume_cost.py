@@ -1,0 +1,111 @@
+"""What a resumable state costs: the seconds and megabytes of a save.
+
+1. Each tiny family of config/models.yaml generates once with a save after every step
+   (`save_every: 1`), timed and sized at each write; printed: the median seconds per save,
+   the state's size at the last save, and the job's seconds against a run without saves.
+2. A Wan2.2-I2V-A14B 720p state, from its latent shape (16 channels, 21 latent frames of
+   90 x 160 for 81 frames at 1280 x 720, float32): the loop latent, UniPC's two model outputs
+   and last sample, and the seven x0 checkpoints of the study, written here the way a job
+   writes it (a temporary file, fsync, rename). On a shared filesystem it is slower.
+
+    python bench/resume_cost.py [--folder DIR] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from vgi_models.generate import generate
+from vgi_models.registry import load_registry
+from vgi_models.resume import Trajectory
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_001.png"
+TINY = ["tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23_two_stage", "tiny_vbvr_wan22"]
+STEPS = [1, 2, 3, 4, 10, 20, 40]
+WAN22_720P_LATENT = (1, 16, 21, 90, 160)
+
+
+def timed_writes() -> list[tuple[float, int]]:
+    """Wrap `Trajectory._write`: each write's seconds and the file's bytes, in order."""
+    writes, write = [], Trajectory._write
+
+    def timed(self, why=""):
+        t0 = time.perf_counter()
+        write(self, why)
+        writes.append((time.perf_counter() - t0, self.path.stat().st_size))
+
+    Trajectory._write = timed
+    return writes
+
+
+def tiny_families(folder: Path) -> None:
+    specs = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
+    writes = timed_writes()
+    print("model                 s/save   MB at last save   job s (saves / none)")
+    for model in TINY:
+        job = {}
+        for every in (1, 10_000):
+            del writes[:]
+            t0 = time.perf_counter()
+            state_dir = folder / "resume" / model / str(every)
+            generate(specs[model], str(IMAGE), "go", STEPS, "x0", folder / model, state_dir, every)
+            job[every] = time.perf_counter() - t0
+            if every == 1:
+                seconds = statistics.median(s for s, _ in writes)
+                size = writes[-1][1] / 1e6
+        print(f"{model:22s}{seconds:7.4f}{size:14.2f}{job[1]:14.1f} / {job[10_000]:.1f}")
+
+
+def wan22_720p(folder: Path) -> None:
+    one = torch.randn(WAN22_720P_LATENT)
+    mb = one.numel() * one.element_size() / 1e6
+    t0 = time.perf_counter()
+    loop = [one.to("cpu", copy=True) for _ in range(4)]  # a step's snapshot (from the GPU there)
+    copy_s = time.perf_counter() - t0
+    trajectory = Trajectory.__new__(Trajectory)  # only what a write reads
+    trajectory.path, trajectory.key = folder / "wan22_720p.pt", "wan22_720p"
+    trajectory.outputs, trajectory.attempts, trajectory.stage = [], [], 0
+    trajectory.started, trajectory.from_step, trajectory.computed = time.perf_counter(), 0, 40
+    trajectory.latest = {
+        "stage": 0,
+        "step": 40,
+        "steps": 40,
+        "tensors": {"latents": loop[0]},
+        "schedulers": [{"model_outputs": loop[1:3], "last_sample": loop[3]}],
+        "recorder": {"checkpoints": {s: {"x0": one.clone(), "xt": None} for s in STEPS}},
+    }
+    seconds = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        trajectory._write()
+        seconds.append(time.perf_counter() - t0)
+    size = trajectory.path.stat().st_size / 1e6
+    print(
+        f"\nWan2.2 720p: a latent is {mb:.1f} MB; a state at step 40 (loop latent, 2 model "
+        f"outputs, last sample, 7 checkpoints) is {size:.0f} MB, written in "
+        f"{statistics.median(seconds):.2f} s (median of 3, this disk); a step's snapshot copy "
+        f"{copy_s:.3f} s"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folder", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(dir=args.folder) as folder:
+        tiny_families(Path(folder))
+        wan22_720p(Path(folder))
+
+
+if __name__ == "__main__":
+    main()
