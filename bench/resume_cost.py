@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -46,10 +47,12 @@ def timed_writes() -> list[tuple[float, int]]:
     return writes
 
 
-def tiny_families(folder: Path) -> None:
+def tiny_families(folder: Path) -> dict:
     specs = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
     writes = timed_writes()
     print("model                 s/save   MB at last save   job s (saves / none)")
+    results = {}
+    generate(specs[TINY[0]], str(IMAGE), "go", STEPS, "x0", folder / "warm-up")  # not timed
     for model in TINY:
         job = {}
         for every in (1, 10_000):
@@ -62,9 +65,13 @@ def tiny_families(folder: Path) -> None:
                 seconds = statistics.median(s for s, _ in writes)
                 size = writes[-1][1] / 1e6
         print(f"{model:22s}{seconds:7.4f}{size:14.2f}{job[1]:14.1f} / {job[10_000]:.1f}")
+        results[model] = {"save_s": round(seconds, 4), "state_mb": round(size, 2)}
+        results[model] |= {"job_s_saving_every_step": round(job[1], 2)}
+        results[model] |= {"job_s_no_saves": round(job[10_000], 2)}
+    return results
 
 
-def wan22_720p(folder: Path) -> None:
+def wan22_720p(folder: Path) -> dict:
     one = torch.randn(WAN22_720P_LATENT)
     mb = one.numel() * one.element_size() / 1e6
     t0 = time.perf_counter()
@@ -94,6 +101,8 @@ def wan22_720p(folder: Path) -> None:
         f"{statistics.median(seconds):.2f} s (median of 3, this disk); a step's snapshot copy "
         f"{copy_s:.3f} s"
     )
+    write_s = round(statistics.median(seconds), 3)
+    return {"latent_mb": round(mb, 1), "state_mb": round(size), "write_s": write_s}
 
 
 def main() -> None:
@@ -103,8 +112,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
-        tiny_families(Path(folder))
-        wan22_720p(Path(folder))
+        results = {"tiny": tiny_families(Path(folder)), "wan22_720p": wan22_720p(Path(folder))}
+    print(json.dumps(results))
 
 
 if __name__ == "__main__":
