@@ -5,8 +5,9 @@ What a crash leaves, as measured here: incomplete markers on the outputs of the 
 off, and Snakemake's lock. A cut-off job that wrote no output yet is simply run again; one
 that did (here: its video written, its checkpoints still decoding) stops a rerun, dry runs
 included, with IncompleteFilesException unless `--rerun-incomplete` (the SLURM profile sets
-it), which redoes that job, from its saved denoising state. Then the lock stops the rerun ("cannot be locked"):
-`snakemake --unlock` once, and the rerun finishes. Finished jobs are never redone.
+it), which redoes that job from its saved denoising state. Then the lock stops the rerun
+("cannot be locked"): `snakemake --unlock` once, and the rerun finishes. Finished jobs are
+never redone.
 """
 
 from __future__ import annotations
