@@ -1,21 +1,25 @@
 """A generate job cut off mid-trajectory resumes from its saved state and writes the same
-bytes as an uninterrupted job: the real entry of rule `generate`, as a process, cut off by a
-real signal (`tests.support.cut_off` sends it at a chosen step) and run again."""
+bytes as an uninterrupted job: the real entry of rule `generate`, as a process cut off by a
+real signal (`tests.support.cut_off` sends it at a chosen step), then run again (here, in
+this process, as are the uninterrupted references)."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
-from tests.support.cut_off import ENTRY
 from tests.support.workflow import EXAMPLES, REPO
+from workflow_scripts.generate import generate_job
 
 INSTANCE = "maze_square_lv1_001"
 IMAGE = EXAMPLES / "maze_square" / "input_image" / "lv1" / f"{INSTANCE}.png"
@@ -42,20 +46,35 @@ class Job:
         self.run_dir = root / "results" / model / "maze_square" / INSTANCE
         self.state_dir = root / "resume" / model / "maze_square" / INSTANCE
 
-    def run(self, cut=None, signal="KILL", delay=0.0, save_every=5) -> subprocess.CompletedProcess:
-        """The job (cut off at `cut`, a (stage, step), by `signal`); its log in stdout."""
+    def options(self) -> list[str]:
         options = ["--registry", str(REPO / "config" / "models.yaml"), "--model", self.model]
         options += ["--settings", json.dumps(self.settings), "--threads", "1"]
         options += ["--image", str(IMAGE), "--prompt", "reach the exit"]
-        options += ["--video", str(self.run_dir / "video.mp4")]
-        command = [sys.executable, str(ENTRY), *options]
-        if cut:
-            command = [sys.executable, "-m", "tests.support.cut_off", *map(str, cut)]
-            command += [signal, str(delay), "--", *options]
-        env = {"VGI_RESUME_DIR": str(self.root / "resume"), "VGI_SAVE_EVERY": str(save_every)}
+        return options + ["--video", str(self.run_dir / "video.mp4")]
+
+    def env(self, save_every: int) -> dict:
+        return {"VGI_RESUME_DIR": str(self.root / "resume"), "VGI_SAVE_EVERY": str(save_every)}
+
+    def cut_off(self, cut, signal="KILL", delay=0.0, save_every=5) -> subprocess.CompletedProcess:
+        """The job as a process of its own, sent `signal` after step `cut` (stage, step)."""
+        command = [sys.executable, "-m", "tests.support.cut_off", *map(str, cut), signal]
+        command += [str(delay), "--", *self.options()]
         return subprocess.run(
-            command, cwd=REPO, env=os.environ | env, capture_output=True, text=True, timeout=300
-        )
+            command, cwd=REPO, env=os.environ | self.env(save_every), capture_output=True,
+            text=True, timeout=300,
+        )  # fmt: skip
+
+    def run(self, save_every=5) -> str:
+        """The job, uncut, in this process (the same entry); its log lines."""
+        log = io.StringIO()
+        handler = logging.StreamHandler(log)
+        logging.getLogger("vgi_models").addHandler(handler)
+        try:
+            with mock.patch.dict(os.environ, self.env(save_every)):
+                generate_job(self.options())
+        finally:
+            logging.getLogger("vgi_models").removeHandler(handler)
+        return log.getvalue()
 
     def outputs(self) -> dict[str, bytes]:
         files = [self.run_dir / "video.mp4", *sorted((self.run_dir / "denoise").iterdir())]
@@ -68,12 +87,6 @@ class Job:
         return sorted(self.state_dir.glob("*")) if self.state_dir.exists() else []
 
 
-def finished(result: subprocess.CompletedProcess) -> str:
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, log[-3000:]
-    return log
-
-
 @pytest.fixture(scope="module")
 def reference(specs, tmp_path_factory):
     """model -> the outputs of its uninterrupted job (run once per module)."""
@@ -83,8 +96,7 @@ def reference(specs, tmp_path_factory):
         name = model + "".join(f"-{k}{v}" for k, v in generation.items())
         if name not in made:
             job = Job(tmp_path_factory.mktemp(name), specs, model, **generation)
-            log = finished(job.run())
-            assert "resumed" not in log and not job.states()
+            assert "resumed" not in job.run() and not job.states()
             made[name] = job.outputs()
         return made[name]
 
@@ -101,15 +113,14 @@ def test_a_job_killed_mid_trajectory_resumes_to_the_same_bytes(model, specs, ref
         boundary = pipe.config.boundary_ratio * pipe.scheduler.config.num_train_timesteps
         assert 0 < sum(int(t >= boundary) for t in pipe.scheduler.timesteps) < saved
 
-    killed = job.run(cut=(stage, step), save_every=save_every)
+    killed = job.cut_off((stage, step), save_every=save_every)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert len(job.states()) == 1 and job.states()[0].suffix == ".pt"
     in_stage = saved - 40 if stage == 2 else saved
     where = f"step {in_stage} of {3 if stage == 2 else 40}" + (" (stage 2)" if stage == 2 else "")
     assert f"saved the state at {where}\n" in killed.stderr
 
-    log = finished(job.run(save_every=save_every))
-    assert f"resumed at {where}\n" in log
+    assert f"resumed at {where}\n" in job.run(save_every=save_every)
     assert job.outputs() == reference(model)  # video.mp4 and every checkpoint, byte for byte
     meta = job.meta()
     attempts = [(a["from_step"], a["steps_computed"]) for a in meta["attempts"]]
@@ -125,13 +136,12 @@ def test_sigterm_saves_the_step_just_done_and_the_job_exits(specs, reference, tm
     """SIGTERM lands inside step 21: the state of step 20 (or of 21, were it done first)
     is saved then, with no periodic save due; only the step under way is redone."""
     job = Job(tmp_path, specs, "tiny_hunyuan15")
-    cut = job.run(cut=(1, 20), signal="TERM", delay=0.01, save_every=1000)
+    cut = job.cut_off((1, 20), signal="TERM", delay=0.01, save_every=1000)
     assert cut.returncode == 143, cut.stderr[-3000:]  # 128 + SIGTERM
     saved = int(re.search(r"saved the state at step (\d+) of 40 on SIGTERM\n", cut.stderr)[1])
     assert saved >= 20 and len(job.states()) == 1
 
-    log = finished(job.run(save_every=1000))
-    assert f"resumed at step {saved} of 40\n" in log
+    assert f"resumed at step {saved} of 40\n" in job.run(save_every=1000)
     assert job.outputs() == reference("tiny_hunyuan15")
     attempts = [(a["from_step"], a["steps_computed"]) for a in job.meta()["attempts"]]
     assert attempts == [(0, saved), (saved, 40 - saved)]  # every step done was kept
@@ -139,8 +149,9 @@ def test_sigterm_saves_the_step_just_done_and_the_job_exits(specs, reference, tm
 
 def test_the_warning_signal_saves_and_the_job_goes_on(specs, reference, tmp_path):
     job = Job(tmp_path, specs, "tiny_hunyuan15")
-    log = finished(job.run(cut=(1, 20), signal="URG", save_every=1000))
-    assert "saved the state at step 20 of 40 on SIGURG\n" in log
+    warned = job.cut_off((1, 20), signal="URG", save_every=1000)
+    assert warned.returncode == 0, warned.stderr[-3000:]
+    assert "saved the state at step 20 of 40 on SIGURG\n" in warned.stderr
     assert job.outputs() == reference("tiny_hunyuan15")
     assert job.meta()["resumed_from_step"] is None and not job.state_dir.exists()
 
@@ -149,19 +160,19 @@ def test_a_truncated_or_stale_state_starts_from_step_0(specs, reference, tmp_pat
     """A state cut short (a write the node lost), or one saved for other settings: each is
     ignored with a log line, and the job computes all 40 steps into a correct video."""
     job = Job(tmp_path / "truncated", specs, "tiny_hunyuan15")
-    assert job.run(cut=(1, 12)).returncode == -9
+    assert job.cut_off((1, 12)).returncode == -9
     changed = Job(tmp_path / "changed", specs, "tiny_hunyuan15", guidance_scale=4.0)
     shutil.copytree(job.root, changed.root)  # the same state, now under other settings
     (state,) = job.states()
     state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
 
-    log = finished(job.run())
+    log = job.run()
     assert re.search(rf"ignoring {re.escape(str(state))} \(.+\); starting from step 0\n", log)
     assert job.outputs() == reference("tiny_hunyuan15")
     assert job.meta()["resumed_from_step"] is None
     assert [a["steps_computed"] for a in job.meta()["attempts"]] == [40]
 
-    log = finished(changed.run())
+    log = changed.run()
     assert "(saved for other settings); removed\n" in log and "resumed" not in log
     assert changed.outputs() == reference("tiny_hunyuan15", guidance_scale=4.0)
     assert changed.outputs()["video.mp4"] != reference("tiny_hunyuan15")["video.mp4"]
