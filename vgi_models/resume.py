@@ -75,7 +75,7 @@ class Trajectory:
         self.saved = None  # the state this attempt resumes
         self.latest = None  # the newest snapshot
         self.written = None  # (stage, step) of the newest write
-        self.recorder: CheckpointRecorder | None = None
+        self.recorder: CheckpointRecorder | None = None  # set by `track`, before the call
         self.outputs: list[dict] = []  # the finished stages' outputs, as saved
         self.schedulers: list = []  # those the running stage set up, in order
         self.stage, self.step, self.done, self.computed = -1, 0, 0, 0
@@ -269,10 +269,9 @@ class Trajectory:
             "schedulers": [_cpu(_scheduler_state(s)) for s in self.schedulers],
             "generator": self.generator.get_state(),
             "recorder": {
-                "calls": recorder.calls if recorder else 0,
+                "calls": recorder.calls,
                 "checkpoints": {
-                    s: {"x0": c.x0, "xt": c.xt}
-                    for s, c in (recorder.checkpoints if recorder else {}).items()
+                    s: {"x0": c.x0, "xt": c.xt} for s, c in recorder.checkpoints.items()
                 },
             },
         }
@@ -321,23 +320,21 @@ def _scheduler_state(scheduler) -> dict:
     return {k: v for k, v in vars(scheduler).items() if k != "_internal_dict"}
 
 
-def _cpu(value):
-    """`value` with every tensor copied to the CPU (lists and dicts followed)."""
+def _to(value, device, copy: bool = False):
+    """`value` with every tensor on `device` (lists, tuples and dicts followed); `copy`: a
+    copy even of a tensor already there (a snapshot the pipeline cannot change)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", copy=True)
+        return value.detach().to(device, copy=copy)
     if isinstance(value, (list, tuple)):
-        return type(value)(_cpu(v) for v in value)
+        return type(value)(_to(v, device, copy) for v in value)
     if isinstance(value, dict):
-        return {k: _cpu(v) for k, v in value.items()}
+        return {k: _to(v, device, copy) for k, v in value.items()}
     return value
 
 
-def _to(value, device):
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to(v, device) for v in value)
-    return value
+def _cpu(value):
+    """A snapshot of `value` on the CPU."""
+    return _to(value, "cpu", copy=True)
 
 
 def _qualified(kind: type) -> str:

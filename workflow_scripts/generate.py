@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from workflow_scripts.common.layout import parse_run_key
+from workflow_scripts.common.layout import parse_run_key, run_folder
 from workflow_scripts.common.logs import shell_job
 
 
@@ -37,7 +37,7 @@ def generate_job(argv: list[str]) -> None:
     torch.set_num_threads(int(job.threads))
     logging.getLogger("vgi_models").setLevel(logging.INFO)  # steps, saves, resumes
     video = Path(job.video)
-    state_dir = Path(os.environ["VGI_RESUME_DIR"], *video.parts[-4:-1])
+    state_dir = run_folder(os.environ["VGI_RESUME_DIR"], *video.parts[-4:-1])  # run, task, instance
     meta = generate(
         spec,
         image=job.image,

@@ -12,6 +12,9 @@ and write one folder per stage beside the instances' folders, one entry per inst
                                                           send of video.mp4 (`video`) and of
                                                           each checkpoint (`stepNN`), made
                                                           ahead by rule prepare_frames
+    <outdir>/resume/<model>/<task>/<instance>/            <digest>.pt: a cut-off generate
+                                                          job's resumable state (removed
+                                                          when the job is done)
 
 A run under another input condition or another seed (DESIGN, "Input conditions and
 seeds") has the same layout under its own run key in place of `<model>`:
