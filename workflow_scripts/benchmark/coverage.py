@@ -14,6 +14,10 @@ def _listed(names: Collection[str], most: int = 6) -> str:
     return ", ".join(names[:most]) + more
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def narrower_run_note(
     outdir: str | Path, instances: pd.DataFrame, models: Collection[str], registry: Collection[str]
 ) -> str | None:
@@ -35,16 +39,27 @@ def narrower_run_note(
     if not dropped and not dropped_models:
         return None
     tasks = set(instances["task"])
+    lost = " and ".join(
+        part
+        for part in (
+            _count(len(dropped), "instance") if dropped else "",
+            f"{_count(len(dropped_models), 'model')} {_listed(dropped_models)}"
+            if dropped_models
+            else "",
+        )
+        if part
+    )
     return "\n".join(
         [
-            f"This run covers fewer instances or models than {outdir}/ holds:",
-            f"  {outdir}/ holds: {len(held)} instances of {len(held_tasks)} tasks "
-            f"({_listed(held_tasks)}); models {_listed(held_models) or 'none'}.",
-            f"  this run: {len(instances)} instances of {len(tasks)} tasks "
-            f"({_listed(tasks)}); models {_listed(models)}.",
+            f"This run covers less than {outdir}/ already holds:",
+            f"  {outdir}/ holds {_count(len(held), 'instance')} of "
+            f"{_count(len(held_tasks), 'task')} ({_listed(held_tasks)}) and "
+            f"{_count(len(held_models), 'model')} ({_listed(held_models)});",
+            f"  this run selects {_count(len(instances), 'instance')} of "
+            f"{_count(len(tasks), 'task')} ({_listed(tasks)}) and "
+            f"{_count(len(models), 'model')} ({_listed(models)}).",
             f"  Its tables, gallery index, official export and {selected} will cover only "
-            "this run's; the videos and scores already there stay on disk but drop out of "
-            "them.",
+            f"its own, leaving out {lost} (their files stay on disk).",
             f"  To keep both, give this run its own outdir: --config outdir={outdir}_subset",
         ]
     )
