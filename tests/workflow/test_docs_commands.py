@@ -61,6 +61,11 @@ CORES = re.compile(r"(--cores|--jobs|-c|-j|--profile|--executor|-e)(=?.+)?")
 SPLIT = {"&&", "||", ";", "|"}
 REDIRECT = {">", ">>", "<", "2>", "&>"}
 INLINE = re.compile(r"`((?:snakemake|python -m) [^`]+)`")
+# What a copy of the checkout leaves out: version control, caches, outputs of earlier runs.
+LEFT_OUT = shutil.ignore_patterns(
+    *(".git", ".snakemake", "results*", "__pycache__", ".*_cache", "build", "*.egg-info"),
+    *("*.svg", "*.zip"),
+)
 HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)")
 
 
@@ -162,7 +167,7 @@ def _run(command: Command, tmp_root) -> subprocess.CompletedProcess | str:
     if argv[:2] == ["python", "-m"]:
         argv[0] = sys.executable
     copy = tmp_root / re.sub(r"\W+", "_", command.text)[:80]
-    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".git", "results*", ".snakemake"))
+    shutil.copytree(REPO, copy, ignore=LEFT_OUT)
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
     env |= {key: "dummy-key-for-a-dry-run" for key in command.keys}
     return subprocess.run(
