@@ -32,5 +32,9 @@
   }
 
   $("filters").addEventListener("change", apply);
-  apply();
+  // As written, the page shows everything; a reload may bring back the boxes' last state.
+  const fresh = !$("task").value && !$("level").value && !$("verdict").value
+    && !$("strips").checked && boxes.every((box) => box.checked);
+  if (fresh) $("shown").textContent = `${rows.length} of ${rows.length} instances shown`;
+  else apply();
 })();
