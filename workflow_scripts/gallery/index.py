@@ -102,13 +102,13 @@ def summary(runs: list[Run], verdicts: dict[Run, Verdict], column: int, index: P
     """A model's cell of a task's header row: its task page, judged, mean final, errors."""
     shown = [verdicts[run] for run in runs]
     finals = [v.final for v in shown if v.final is not None]
-    mean = f"mean final {sum(finals) / len(finals):.3f}" if finals else "no final score"
+    mean = f" · mean final {sum(finals) / len(finals):.3f}" if finals else ""
     errors = sum(v.category == "error" for v in shown)
     page = url(index.parent / runs[0].model / f"{runs[0].task}.html", index)
     marked = ' class="error"' if errors else ""
     return (
         f'<td class="m{column}"><a href="{page}">task page</a><br>'
-        f"{len(finals)} of {len(runs)} judged · {mean} · "
+        f"{len(finals)} of {len(runs)} judged{mean} · "
         f"<span{marked}>{errors} errors</span></td>"
     )
 
