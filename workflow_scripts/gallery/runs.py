@@ -11,6 +11,7 @@ from pathlib import Path
 from workflow_scripts.common import layout
 
 CHECKPOINT = re.compile(r"step(\d+)(_xt)?\.mp4")
+JPEG = {"quality": 80, "optimize": True}  # the gallery's thumbnails: small, made once
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,24 @@ class Run:
     @property
     def sheet(self) -> Path:
         return self.outdir / "gallery" / self.model / "sheets" / f"{self.instance}.png"
+
+    @property
+    def thumbnail(self) -> Path:
+        """The final video's last frame, small (JPEG)."""
+        return self.outdir / "gallery" / self.model / "thumbs" / f"{self.instance}.jpg"
+
+    @property
+    def strip(self) -> Path:
+        """The last frame of each x0 checkpoint in step order, then the final's (JPEG)."""
+        return self.outdir / "gallery" / self.model / "thumbs" / f"{self.instance}.steps.jpg"
+
+    def generation_error(self) -> str | None:
+        """Why the generation failed (`generation.json` with `status: error`, e.g. a
+        refused API request: no usable video), or None."""
+        meta = _read(self.folder / "generation.json") or {}
+        if meta.get("status", "ok") == "ok":
+            return None
+        return meta.get("reason") or "unknown"
 
     def videos(self) -> list[tuple[str, Path]]:
         """(label, path): checkpoints by step (x0 before x_t), then the final video."""
