@@ -50,6 +50,11 @@ NEEDS = {
     "--annotators ann1,ann2,ann3,ann4 --per-triplet 2 --triplets 300 --seed 0": (
         "no triplets: an instance needs videos of three models"
     ),
+    "python -m workflow_scripts.annotate preferences --annotator me --configfile "
+    "config/preferences_tiny.yaml": "no triplets: an instance needs videos of three models",
+    "snakemake --cores 2 judge_reliability --configfile config/preferences_tiny.yaml": (
+        "judge_reliability needs human preferences"
+    ),
 }
 # Options with which snakemake runs no job.
 NO_JOBS = {
