@@ -33,7 +33,8 @@ NOT_RUN = {
     "python -m pytest": "the whole test suite, this test included",
     "python -m http.server -d results": "serves a finished run's folder until stopped",
     "snakemake --cores 8 --config 'benchmark={root: VGI-Bench/bench_data, taxonomy: "
-    "VGI-Bench/task_names.yaml}'": "needs the downloaded release (VGI-Bench/)",
+    "VGI-Bench/task_names.yaml}'": "needs the downloaded release (VGI-Bench/); "
+    "test_reruns runs it with the bundled example in its place",
     "snakemake --cores 8 --resources judge_api=2 --config model_registry=published.yaml "
     "'models=[published]' outdir=results_published 'benchmark={root: "
     "/data/VGI-Bench/bench_data, subset: full}'": "needs the downloaded release's "

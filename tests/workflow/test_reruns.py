@@ -119,10 +119,11 @@ def test_judge_enabled_without_its_key_is_an_error_before_any_job(tmp_path, monk
 
 
 def readme_commands(flag: str) -> list[str]:
-    """The README's one-line `snakemake` commands (in bash blocks) that use `flag`. (The
+    """The one-line `snakemake` commands (bash blocks) of README.md and docs/ using `flag`. (The
     multi-line recipe for the published generations has placeholders; its flow, a
     `source: videos` model through `all`, is test_release's.)"""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
     blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
     lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
     return [
@@ -133,14 +134,14 @@ def readme_commands(flag: str) -> list[str]:
 
 
 def test_readme_config_examples_run_as_written(tmp_path, monkeypatch):
-    """Each README `--config` example, typed as written (plus `-n`: a dry run) in a fresh
+    """Each `--config` example of README.md and docs/, typed as written (plus `-n`: a dry run) in a fresh
     checkout with the release folder it names in place."""
     repo = checkout(tmp_path / "repo")
     shutil.copytree(REPO / "tasks" / "examples", repo / "VGI-Bench" / "bench_data")
     shutil.copy(REPO / "tasks" / "task_names.yaml", repo / "VGI-Bench" / "task_names.yaml")
     monkeypatch.setenv("VLLM_KEY", "not-used-in-a-dry-run")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    commands = readme_commands("--config")
+    commands = readme_commands("--config ")
     assert len(commands) >= 4, commands
     for command in commands:
         result = run(repo, ["bash", "-c", f"{command} -n"])
