@@ -134,8 +134,8 @@ def readme_commands(flag: str) -> list[str]:
 
 
 def test_readme_config_examples_run_as_written(tmp_path, monkeypatch):
-    """Each `--config` example of README.md and docs/, typed as written (plus `-n`: a dry run) in a fresh
-    checkout with the release folder it names in place."""
+    """Each `--config` example of README.md and docs/, typed as written (plus `-n`: a dry
+    run) in a fresh checkout with the release folder it names in place."""
     repo = checkout(tmp_path / "repo")
     shutil.copytree(REPO / "tasks" / "examples", repo / "VGI-Bench" / "bench_data")
     shutil.copy(REPO / "tasks" / "task_names.yaml", repo / "VGI-Bench" / "task_names.yaml")
