@@ -95,10 +95,12 @@ class Study:
     def generation_params(self, model: str, seed: int | None = None) -> str:
         """The settings that determine a model's videos, as a stable JSON string (`seed`:
         in place of the registry's)."""
-        settings = copy.deepcopy(self.models[model].settings())
+        spec = self.models[model]
+        settings = copy.deepcopy(spec.settings())
         if seed is not None:
             settings["generation"]["seed"] = seed
-        settings["denoise"] = {"steps": list(self.steps), "decode": self.decode}
+        if spec.denoises:  # a video API's video has no checkpoints to decode
+            settings["denoise"] = {"steps": list(self.steps), "decode": self.decode}
         return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
 

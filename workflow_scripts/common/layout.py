@@ -30,6 +30,7 @@ name, in the main judge's layout (the main judge, `main`, keeps the paths above)
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -77,6 +78,19 @@ VARIANTS = "judges"  # the folder under the outdir holding the variants' documen
 def run_folder(outdir: str | Path, model: str, task: str, instance: str) -> Path:
     """The instance's generation: video.mp4, denoise/, generation.json."""
     return Path(outdir) / model / task / instance
+
+
+GENERATION_FAILED = "generation failed: "  # a score's reason where no video was made
+
+
+def failed_generation(video: str | Path) -> str | None:
+    """Why the video beside its generation.json was not made (a video API's refusal or
+    failure: `status: error`, `video.mp4` left empty), or None."""
+    meta = Path(video).parent / "generation.json"
+    if not meta.is_file():
+        return None
+    document = json.loads(meta.read_text(encoding="utf-8"))
+    return document.get("reason") if document.get("status") == "error" else None
 
 
 def stage_folder(outdir: str | Path, model: str, task: str, stage: str) -> Path:

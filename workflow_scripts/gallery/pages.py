@@ -106,6 +106,8 @@ def pair_figure(pair: dict) -> str:
 def video_row(run: Run, page: Path, pairs: list[dict]) -> str:
     """The final video, then the checkpoints in step order, each step pair's label between
     its two x0 checkpoints; labelled pairs that are not neighbours there, after them."""
+    if reason := run.failure():
+        return f'<p class="error">No video: {escape(reason)}</p>'
     labelled = {(pair["from"], pair["to"]): pair for pair in pairs}
     *checkpoints, final = run.videos()
     cells, previous = [], None

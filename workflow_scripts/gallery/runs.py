@@ -46,7 +46,15 @@ class Run:
         return _read(where / f"{name}.json")
 
     def score(self) -> dict | None:
-        return self.judged("score")
+        """The judge's score; without one, an `error` where no video was made."""
+        if score := self.judged("score"):
+            return score
+        reason = self.failure()
+        return reason and {"status": "error", "reason": f"{layout.GENERATION_FAILED}{reason}"}
+
+    def failure(self) -> str | None:
+        """Why no video was made (a video API's refusal or failure), or None."""
+        return layout.failed_generation(self.folder / "video.mp4")
 
     def transitions(self) -> dict | None:
         """The checkpoint pairs' labels, if written."""

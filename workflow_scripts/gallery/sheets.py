@@ -49,7 +49,21 @@ def write_sheets(runs: list[Run], folder: Path, columns: int, width: int) -> Non
     """A contact sheet `<instance>.png` in `folder` per run."""
     folder.mkdir(parents=True, exist_ok=True)
     for run in runs:
-        contact_sheet(run.videos(), columns, width).save(folder / f"{run.instance}.png")
+        reason = run.failure()
+        sheet = (
+            failure_sheet(reason, columns, width)
+            if reason
+            else contact_sheet(run.videos(), columns, width)
+        )
+        sheet.save(folder / f"{run.instance}.png")
+
+
+def failure_sheet(reason: str, columns: int, width: int) -> Image.Image:
+    """A sheet saying why there is no video (a video API's refusal or failure)."""
+    sheet = Image.new("RGB", (LABEL_WIDTH + columns * (width + GAP), 3 * HEADER), "white")
+    font = ImageFont.load_default(size=12)
+    ImageDraw.Draw(sheet).text((4, HEADER), f"no video: {reason}"[:200], fill="darkred", font=font)
+    return sheet
 
 
 def contact_sheet_job(smk) -> None:
