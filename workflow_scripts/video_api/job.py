@@ -47,6 +47,12 @@ def api_spec(run: str, settings: str, registry: str):
     return load_registry({model: entry})[model]
 
 
+def fail(message: str) -> None:
+    """End the job: the message in its log and in Snakemake's output, exit status 1."""
+    print(f"{FAILURE}{message}", file=sys.stderr)
+    sys.exit(f"{FAILURE}{message}")
+
+
 def generate_api_job(smk) -> None:
     """Rule `generate_api`: submit (at most once), wait, download; see the module."""
     config, video = smk.config, Path(smk.output.video)
@@ -54,11 +60,11 @@ def generate_api_job(smk) -> None:
     spec = api_spec(run, smk.params.settings, config["model_registry"])
     options = config["video_api"]
     outdir = config["outdir"]
+    logging.getLogger("workflow_scripts.video_api").setLevel(logging.INFO)  # submit, resume
     with job_log(smk):
-        logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(message)s")
         key = os.environ.get(spec.api_key_env, "").strip()
         if not key:
-            sys.exit(f"{FAILURE}${spec.api_key_env} (the key of model {spec.key!r}) is not set")
+            fail(f"${spec.api_key_env} (the key of model {spec.key!r}) is not set")
         image, prompt = Path(smk.input.image), smk.params.prompt
         image_sha = hashlib.sha256(image.read_bytes()).hexdigest()
         digest = state_key(settings=spec.settings(), prompt=prompt, image=image_sha)
@@ -75,7 +81,7 @@ def generate_api_job(smk) -> None:
                 options["poll_s"], options["timeout_min"] * 60,
             )  # fmt: skip
         except (NotResumable, ServiceError, TimeoutError) as error:
-            sys.exit(f"{FAILURE}{instance} ({spec.key}): {error}")
+            fail(f"{instance} ({spec.key}): {error}")
         finally:
             client.close()
         write_atomic(video, lambda out: out.write(outcome.video or b""))
