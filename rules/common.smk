@@ -288,9 +288,7 @@ def generated_runs(pattern):
     """Input function: `model_runs(pattern)` for a model with denoising checkpoints, else
     none (videos made elsewhere or by a video API have none)."""
     return lambda wildcards: (
-        model_runs(pattern)(wildcards)
-        if STUDY.models[wildcards.model].denoises
-        else []
+        model_runs(pattern)(wildcards) if STUDY.models[wildcards.model].denoises else []
     )
 
 

@@ -118,5 +118,6 @@ def test_bad_settings_and_images_are_named_before_any_submission(tmp_path, monke
         out = result.stdout
         assert "generation.resolution: '4k' is not allowed ('720p', '1080p')" in out
         assert "generation.duration_seconds: 5 is not allowed (4, 6, 8)" in out
-        assert "maze_square_lv1_001: input image is 640x360, which does not fit generation.size '720x1280' of model 'sora2'" in out  # noqa: E501
+        wrong = "input image is 640x360, which does not fit generation.size '720x1280' of model"
+        assert f"maze_square_lv1_001: {wrong} 'sora2'" in out
         assert fake.requests == []  # nothing was sent
