@@ -110,3 +110,13 @@ def test_submissions_go_through_the_shared_pacing_window(tmp_path, fake):
         run(tmp_path, fake, name, pace=pace)
     counted = [line for line in window.read_text().splitlines() if line.split()[1] == "1"]
     assert len(counted) == 2  # the two submissions; polls are not counted
+
+
+def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_path, fake):
+    fake.refuse(IMAGE)
+    first, _ = run(tmp_path, fake, "veo31")
+    again, submitted = run(tmp_path, fake, "veo31")  # a forced rerun: the same operation
+    assert not first.ok and not again.ok and submitted == [] and len(fake.submissions) == 1
+    fake.outcomes.clear()  # the user changed nothing; the provider now lets it through
+    retried, submitted = run(tmp_path, fake, "veo31", resubmit=True)
+    assert retried.ok and len(submitted) == 1 and len(fake.submissions) == 2

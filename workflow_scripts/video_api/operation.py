@@ -8,12 +8,13 @@ atomically at each turn:
 1. `submitting`, before the request goes out; then `submitted` with the provider's
    operation id as soon as it answers (and the ledger's record), before any waiting.
 2. A rerun (a killed job, `--rerun-incomplete`, a SLURM requeue) finds `submitted` and
-   waits on the same operation; `done` (kept after success) and it downloads again.
+   waits on the same operation; `done` (kept) and it downloads again (a forced rerun).
 3. A `submitting` left behind (the job died while the request was out, so nobody knows
    whether the provider took it) or an operation the provider no longer knows (expired)
    stops the job with a message; only `resubmit` (the user's `video_api.resubmit: true`)
-   submits again. A request the provider answered with 429 or 5xx, or that never
-   connected, was not taken: it is sent again after the server's hint or a backoff.
+   submits again, as it does for a forced rerun of a refused or failed one. A request the
+   provider answered with 429 or 5xx, or that never connected, was not taken: it is sent
+   again after the server's hint or a backoff.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class Operation:
                 "back (the job ended while the request was out): the provider may have taken "
                 "it. Check the provider's console; set video_api.resubmit: true to submit again"
             )
-        if status in (None, "submitting"):
+        retry = status == "done" and self.state["outcome"] != "ok" and self.resubmit
+        if status in (None, "submitting") or retry:  # retry: a refused or failed one, forced
             self._submit(image, prompt, on_submit)
         else:
             log.info("resuming operation %s (%s)", self.state["operation"], status)
