@@ -15,6 +15,8 @@ from tests.support.fake_video_api import FakeVideoAPI
 from tests.support.video_api_run import KEY_ENV, api_config, submissions_per_video
 from tests.support.workflow import REPO, snakemake
 
+POLLS = 25
+
 
 def start(workdir, config, *args) -> subprocess.Popen:
     path = workdir / "config.yaml"
@@ -25,33 +27,44 @@ def start(workdir, config, *args) -> subprocess.Popen:
                                 stdout=log, stderr=log, start_new_session=True)  # fmt: skip
 
 
+def kill_when_polling(process, fake, count: int) -> None:
+    """SIGKILL Snakemake and its jobs once `count` operations exist and each was polled."""
+    deadline = time.monotonic() + 300
+    while len(fake.submissions) < count or any(op.polls_left == POLLS for op in fake.submissions):
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch):
+    """Killed twice mid-wait (the second time a plain rerun), then --rerun-incomplete, then
+    every job forced: exactly one submission per video."""
     monkeypatch.setenv(KEY_ENV, "test-video-key")
-    with FakeVideoAPI(polls=25) as fake:  # 25 polls of 0.2 s: each job waits ~5 s
+    with FakeVideoAPI(polls=POLLS) as fake:  # 25 polls of 0.2 s: each job waits ~5 s
         config = api_config(tmp_path, fake)
-        process = start(tmp_path, config, "generate_all")
-        deadline = time.monotonic() + 300
-        while len(fake.submissions) < 2 or any(op.polls_left == 25 for op in fake.submissions):
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
-        os.killpg(process.pid, signal.SIGKILL)  # two jobs polling, none finished
-        process.wait()
+        kill_when_polling(start(tmp_path, config, "generate_all"), fake, 2)
         states = list((tmp_path / "results" / "resume").glob("*/*/*/*.json"))
         assert {json.loads(p.read_text())["status"] for p in states} == {"submitted"}
-        killed = len(fake.submissions)
-        fake.polls = 2
+        killed = [len(fake.submissions)]
         assert snakemake(tmp_path, config, "--unlock").returncode == 0  # the killed run's lock
+        kill_when_polling(start(tmp_path, config, "generate_all"), fake, killed[0] + 2)
+        killed.append(len(fake.submissions) - killed[0])
+        fake.polls = 2
+        for op in fake.submissions:
+            op.polls_left = min(op.polls_left, 2)
+        assert snakemake(tmp_path, config, "--unlock").returncode == 0
         result = snakemake(tmp_path, config, "generate_all", "--rerun-incomplete")
         assert result.returncode == 0, result.stdout[-3000:]
         per_video = submissions_per_video(fake)
         assert len(per_video) == 12 and set(per_video.values()) == {1}
         logs = (tmp_path / "results" / "logs" / "generate_api").rglob("*.log")
         resumed = [log for log in logs if "resuming operation" in log.read_text()]
-        assert len(resumed) == killed  # the cut-off jobs waited on their operations again
+        assert len(resumed) == sum(killed)  # every cut-off job waited on its operation again
         again = snakemake(tmp_path, config, "generate_all", "--forcerun", "generate_api")
         assert again.returncode == 0, again.stdout[-3000:]
         assert len(fake.submissions) == 12  # a forced rerun downloads the same operations
-    print(f"\nkilled with {killed} operations in flight; {len(fake.submissions)} submissions")
+    print(f"\nkilled with {killed} new operations in flight; {len(fake.submissions)} submissions")
 
 
 def test_an_expired_operation_stops_the_job_until_resubmission_is_allowed(tmp_path, monkeypatch):

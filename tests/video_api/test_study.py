@@ -121,3 +121,12 @@ def test_bad_settings_and_images_are_named_before_any_submission(tmp_path, monke
         wrong = "input image is 640x360, which does not fit generation.size '720x1280' of model"
         assert f"maze_square_lv1_001: {wrong} 'sora2'" in out
         assert fake.requests == []  # nothing was sent
+
+
+def test_a_missing_key_is_named_before_any_job(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with FakeVideoAPI(api_key=VIDEO_KEY) as fake:
+        result = snakemake(tmp_path, api_config(tmp_path, fake), "generate_all")
+        assert result.returncode != 0
+        assert f"${KEY_ENV} (the API key of veo31, sora2, named by api_key_env" in result.stdout
+        assert fake.requests == [] and not (tmp_path / "results" / "veo31").exists()
