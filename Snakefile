@@ -52,6 +52,11 @@ rule all:
         rules.export_official_all.input,
 
 
+# Before any job: the API key of every VLM job about to run.
+onstart:
+    check_api_keys()
+
+
 # At the end of a run: the judge service failure that stopped it, the judge's error count.
 onsuccess:
     report_judge_errors()

@@ -11,11 +11,13 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 import workflow_scripts
+from workflow_scripts.benchmark.coverage import narrower_run_note
 from workflow_scripts.benchmark.instances import TASK_NAME
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
 from workflow_scripts.common.layout import DEFAULT_CONDITION, STAGES, judge_folder
 from workflow_scripts.judge.checkpoints import checkpoint_steps
+from workflow_scripts.judge.keys import missing_key_error
 from workflow_scripts.judge.settings import (
     MAIN,
     frame_params,
@@ -60,6 +62,11 @@ try:
     FRAME_PARAMS = frame_params(config["judge"])  # which frames the judge sends
 except ValueError as err:  # StudyError included
     raise WorkflowError(str(err)) from None
+# A run narrower than what its outdir holds says so first (its products will shrink).
+if workflow.is_main_process and (
+    note := narrower_run_note(OUT, STUDY.instances, STUDY.models, REGISTRY)
+):
+    logger.warning(note)
 if STUDY.without_checkpoints and workflow.is_main_process:
     logger.info(
         f"No transition labels or trajectory tables for {', '.join(STUDY.without_checkpoints)}: "
@@ -353,6 +360,24 @@ if workflow.is_main_process:
 def judge_targets(targets):
     """`targets` when the VLM stages run, else none."""
     return targets if judge_enabled() else []
+
+
+def check_api_keys():
+    """At the start of a run (the DAG known, no job started): every VLM job about to run (a
+    `judge_api` job) has its judge's API key; else an error naming the variable and the
+    targets, before anything runs."""
+    keys = {name: s["api_key_env"] for name, s in judge_configs(config).items()}
+    error = missing_key_error(
+        (
+            (job.rule.name, keys[job.wildcards.get("judge", MAIN)])
+            for job in workflow.dag.needrun_jobs()
+            if "judge_api" in job.rule.resources
+        ),
+        workflow.dag_settings.targets,
+        os.environ,
+    )
+    if error:
+        raise WorkflowError(error)
 
 
 def report_judge_errors(failed=False):

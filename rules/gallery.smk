@@ -3,7 +3,7 @@ rule contact_sheet:
         videos=model_runs(f"{RUN}/video.mp4"),
         checkpoints=generated_runs(f"{RUN}/denoise"),
     output:
-        report(
+        sheets=report(
             directory(f"{OUT}/gallery/{{model}}/sheets"),
             patterns=["{instance}.png"],
             caption="../report/contact_sheet.rst",
@@ -11,6 +11,7 @@ rule contact_sheet:
             subcategory="{model}",
             labels={"model": "{model}", "instance": "{instance}"},
         ),
+        thumbs=directory(f"{OUT}/gallery/{{model}}/thumbs"),
     log:
         f"{OUT}/logs/contact_sheet/{{model}}.log",
     conda:
@@ -25,6 +26,7 @@ rule contact_sheet:
 rule gallery:
     input:
         sheets=expand(f"{OUT}/gallery/{{model}}/sheets", model=STUDY.models),
+        thumbs=expand(f"{OUT}/gallery/{{model}}/thumbs", model=STUDY.models),
         videos=per_instance(f"{RUN}/video.mp4"),
         images=INSTANCES["image"].tolist(),
         scores=judge_targets(rules.judge_all.input),
@@ -42,7 +44,7 @@ rule gallery:
     conda:
         "../envs/analysis.yaml"
     params:
-        tasks=INSTANCES[["prompt", "goal", "checklist"]].to_dict("index"),
+        tasks=INSTANCES[["level", "prompt", "goal", "checklist"]].to_dict("index"),
     script:
         "../workflow_scripts/entry/gallery.py"
 

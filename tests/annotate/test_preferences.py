@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -18,7 +19,8 @@ import yaml
 from tests.aggregate.test_reliability_workflow import Graded, write_study
 from tests.annotate.test_annotate import press, text, wait
 from tests.support.fake_vlm import FakeVLM
-from tests.support.workflow import REPO, snakemake
+from tests.support.workflow import REPO, default_config, snakemake
+from vgi_models.video import write_video
 from workflow_scripts.annotate.items import load_run
 from workflow_scripts.annotate.preferences import Triplet, assigned, draw
 
@@ -194,3 +196,84 @@ def test_the_draw_is_seeded_spread_over_tasks_and_levels_and_shared_out(judged):
         assert sum(triplet in shares[name] for name in pool) == 2
     with pytest.raises(ValueError, match="--per-triplet 5"):
         assigned(fake, "w", pool, 5)
+
+
+PAGE_MODELS = {"tiny_wan22": (144, 256), "tiny_wan21": (32, 64), "tiny_hunyuan15": (64, 112)}
+
+
+@pytest.fixture
+def three_sizes(tmp_path):
+    """Three models' videos of maze_square's level-1 instances, each model its own frame
+    size (as the tiny families make them); the config the page reads."""
+    config = default_config(tmp_path, tasks=["maze_square"], levels=[1], subset="full")
+    config["models"] = list(PAGE_MODELS)
+    config["judge_reliability"] = {"rankings": str(tmp_path / "rankings")}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    for model, (height, width) in PAGE_MODELS.items():
+        for instance in ("maze_square_lv1_001", "maze_square_lv1_002"):
+            frames = np.full((9, height, width, 3), 120, np.uint8)
+            folder = tmp_path / "results" / model / "maze_square" / instance
+            write_video(frames, folder / "video.mp4", fps=8)
+    return tmp_path
+
+
+BOXES = """
+const box = (element) => element.getBoundingClientRect().toJSON();
+const videos = [0, 1, 2].map((k) => document.getElementById('video' + k));
+return {
+  videos: videos.map(box),
+  sizes: videos.map((v) => [v.videoWidth, v.videoHeight]),
+  ready: videos.map((v) => v.readyState),
+  ranks: [...document.querySelectorAll('.ranks')].map(box),
+  buttons: [...document.querySelectorAll('.ranks button, #actions button')].map(box),
+  controls: videos[0].controls, view: [innerWidth, innerHeight],
+}"""
+
+
+def test_the_three_players_line_up_with_their_controls_in_view(three_sizes, browser):
+    """Videos of three frame sizes: the same box each, side by side, the rank buttons in
+    one line, the left player's controls and every button inside the window."""
+    with Server(three_sizes, "--annotator", "ann1") as server:
+        for width in (1400, 900):
+            browser.set_window_size(width, 1100)
+            browser.get(server.url)
+            found = wait(
+                lambda: (f := browser.execute_script(BOXES)) and min(f["ready"]) >= 1 and f
+            )
+            assert len({tuple(size) for size in found["sizes"]}) == 3, found["sizes"]
+            videos, ranks = found["videos"], found["ranks"]
+            for key in ("top", "height", "width"):
+                assert max(v[key] for v in videos) - min(v[key] for v in videos) < 1, (key, videos)
+            assert abs(videos[0]["width"] * 9 / 16 - videos[0]["height"]) < 1
+            assert (
+                videos[0]["right"] <= videos[1]["left"] and videos[1]["right"] <= videos[2]["left"]
+            )
+            assert max(r["top"] for r in ranks) - min(r["top"] for r in ranks) < 1, ranks
+            view_width, view_height = found["view"]
+            assert found["controls"] and videos[0]["bottom"] <= view_height
+            for box in [*videos, *found["buttons"]]:
+                assert box["left"] >= 0 and box["right"] <= view_width, (width, box)
+    browser.set_window_size(1400, 1100)
+
+
+def test_a_missing_config_file_is_one_line_naming_it_and_help_lists_the_commands(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "workflow_scripts.annotate"]
+    for args in (["preferences", "--annotator", "ann1"], [], ["transitions"]):
+        result = subprocess.run(
+            [*command, *args, "--configfile", "my.yaml"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 2 and result.stdout == "", result
+        assert result.stderr == (
+            "python -m workflow_scripts.annotate: error: --configfile my.yaml: no such file\n"
+        )
+    shown = subprocess.run([*command, "--help"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0
+    lines = shown.stdout.splitlines()
+    commands = lines[lines.index("commands:") + 1 :]
+    assert [line.split()[0] for line in commands] == ["transitions", "preferences"]
+    assert all(len(line.split()) > 3 for line in commands)  # a line saying what each does

@@ -25,10 +25,19 @@ from workflow_scripts.common import layout
 from workflow_scripts.gallery.export import link
 from workflow_scripts.gallery.pages import write_gallery
 from workflow_scripts.gallery.runs import Run, checkpoint_videos
-from workflow_scripts.gallery.sheets import GAP, HEADER, LABEL_WIDTH, sample_tiles, write_sheets
+from workflow_scripts.gallery.sheets import (
+    GAP,
+    HEADER,
+    LABEL_WIDTH,
+    STRIP_TILE,
+    sample_tiles,
+    write_pictures,
+)
 
 MODELS = ["model_a", "model_b"]
+API = "api_model"  # like a commercial API's videos: no checkpoints, one refused, one blocked
 INSTANCES = [("maze_square", "maze_square_lv1_001"), ("sorting", "sorting_lv2_003")]
+REFUSED = "the provider's safety filter refused the request"
 COLORS = {  # one flat colour per video: a sheet's rows can be told apart by their pixels
     "denoise/step01.mp4": (200, 30, 30),
     "denoise/step02.mp4": (30, 200, 30),
@@ -61,6 +70,7 @@ JUDGED = {  # model_a's maze_square instance: the judge's documents
 def task(instance: str, image: Path) -> dict:
     return {
         "image": image,
+        "level": int(instance.split("_lv")[1][0]),
         "prompt": f"Solve {instance}.",
         "goal": f"The goal of {instance}",
         "checklist": ["No wall is crossed.", "The dot stays <round>."],
@@ -70,12 +80,22 @@ def task(instance: str, image: Path) -> dict:
 @pytest.fixture(scope="module")
 def outdir(tmp_path_factory, example_image) -> Path:
     """2 models x 2 instances of 9-frame 64x32 videos at 8 fps, one judged and its
-    transitions labelled; gallery built."""
+    transitions labelled; an API model's refused generation and judge error; gallery built."""
     outdir = tmp_path_factory.mktemp("gallery") / "results"
     runs = [Run(outdir, model, task, instance) for model in MODELS for task, instance in INSTANCES]
     for run in runs:
         for name, color in COLORS.items():
             write_video(np.full((9, 32, 64, 3), color, np.uint8), run.folder / name, fps=8)
+    refused, blocked = (Run(outdir, API, task, instance) for task, instance in INSTANCES)
+    refused.folder.mkdir(parents=True)
+    (refused.folder / "generation.json").write_text(
+        json.dumps({"status": "error", "reason": REFUSED})
+    )
+    write_video(np.full((9, 32, 64, 3), 90, np.uint8), blocked.folder / "video.mp4", fps=8)
+    where = layout.judged(outdir, API, blocked.task, blocked.instance)
+    where.mkdir(parents=True)
+    (where / "score.json").write_text(json.dumps({"status": "error", "reason": "blocked reply"}))
+    runs += [refused, blocked]
     first = (outdir, runs[0].model, runs[0].task, runs[0].instance)
     for name, document in {"score": SCORE, **JUDGED}.items():
         path = (
@@ -85,9 +105,10 @@ def outdir(tmp_path_factory, example_image) -> Path:
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(document))
-    for model in MODELS:
-        sheets = outdir / "gallery" / model / "sheets"
-        write_sheets([run for run in runs if run.model == model], sheets, 6, 160)
+    for model in [*MODELS, API]:
+        folder = outdir / "gallery" / model
+        mine = [run for run in runs if run.model == model]
+        write_pictures(mine, folder / "sheets", folder / "thumbs", 6, 160)
     write_gallery(runs, outdir / "gallery", {i: task(i, example_image) for _, i in INSTANCES})
     return outdir
 
@@ -108,15 +129,33 @@ def test_tiles_span_the_clip_from_first_to_last_frame(outdir):
 def test_contact_sheet_has_a_row_per_checkpoint_in_step_order_then_final(outdir):
     sheets = sorted((outdir / "gallery").glob("*/sheets/*.png"))
     assert [f"{p.parts[-3]}/{p.name}" for p in sheets] == [
-        f"{model}/{instance}.png" for model in MODELS for _, instance in INSTANCES
+        f"{API}/sorting_lv2_003.png",  # none of the refused generation
+        *(f"{model}/{instance}.png" for model in MODELS for _, instance in INSTANCES),
     ]
-    with Image.open(sheets[0]) as sheet:
+    with Image.open(sheets[1]) as sheet:
         assert sheet.size == (LABEL_WIDTH + 6 * (160 + GAP), HEADER + 4 * (80 + GAP))
         for row, color in enumerate(COLORS.values()):
             for column in range(6):
                 x = LABEL_WIDTH + column * (160 + GAP) + 80
                 pixel = sheet.getpixel((x, HEADER + row * (80 + GAP) + 40))
                 assert np.abs(np.subtract(pixel, color)).max() < 20, (row, column, pixel)
+
+
+def test_thumbnails_are_the_last_frames_small_jpegs_none_for_a_refused_generation(outdir):
+    thumbs = outdir / "gallery" / "model_a" / "thumbs"
+    assert sorted(p.name for p in thumbs.iterdir()) == [
+        f"{instance}{suffix}" for _, instance in INSTANCES for suffix in (".jpg", ".steps.jpg")
+    ]
+    with Image.open(thumbs / "maze_square_lv1_001.jpg") as thumb:
+        assert (thumb.format, thumb.size) == ("JPEG", (160, 80))
+        assert np.abs(np.subtract(thumb.getpixel((80, 40)), COLORS["video.mp4"])).max() < 20
+    with Image.open(thumbs / "maze_square_lv1_001.steps.jpg") as strip:  # x0 steps, then final
+        assert strip.size == (4 * (STRIP_TILE + 1) - 1, STRIP_TILE // 2)
+        for k, color in enumerate(COLORS.values()):
+            pixel = strip.getpixel((k * (STRIP_TILE + 1) + STRIP_TILE // 2, STRIP_TILE // 4))
+            assert np.abs(np.subtract(pixel, color)).max() < 25, (k, pixel)
+    api = sorted(p.name for p in (outdir / "gallery" / API / "thumbs").iterdir())
+    assert api == ["sorting_lv2_003.jpg"]  # no checkpoints: no strip; refused: nothing
 
 
 class Links(HTMLParser):
@@ -138,6 +177,7 @@ def test_pages_link_only_files_that_exist(outdir):
     gallery = outdir / "gallery"
     pages = sorted(gallery.rglob("*.html"))
     assert [p.relative_to(gallery).as_posix() for p in pages] == [
+        *(f"{API}/{task}.html" for task, _ in INSTANCES),
         "index.html",
         *(f"{model}/{task}.html" for model in MODELS for task, _ in INSTANCES),
     ]
@@ -146,13 +186,18 @@ def test_pages_link_only_files_that_exist(outdir):
         assert parsed.links, page
         for href in parsed.links:
             assert not href.startswith(("/", "http")), href
-            assert (page.parent / href).resolve().is_file(), (page, href)
+            path, _, anchor = href.partition("#")
+            assert (page.parent / path).resolve().is_file(), (page, href)
+            if anchor:  # an instance's section on a task page
+                assert f'<section id="{anchor}">' in (page.parent / path).read_text(), href
         if page.name != "index.html":  # per instance: the final video first, then each step
             names = [Path(src).relative_to("../..").as_posix() for src in parsed.videos]
             task = page.stem
             instance = dict(INSTANCES)[task]
             run = f"{page.parent.name}/{task}/{instance}"
-            assert names == [f"{run}/{name}" for name in ["video.mp4", *list(COLORS)[:-1]]]
+            shown = {"maze_square": [], "sorting": ["video.mp4"]} if API in run else None
+            expected = shown[task] if shown else ["video.mp4", *list(COLORS)[:-1]]
+            assert names == [f"{run}/{name}" for name in expected]
 
 
 def test_pages_show_the_score_when_judged(outdir):
@@ -160,7 +205,9 @@ def test_pages_show_the_score_when_judged(outdir):
     assert "final 0.500 (completeness 1.00, rubric 0.500)" in judged
     assert "not judged" in (outdir / "gallery/model_b/maze_square.html").read_text()
     index = (outdir / "gallery/index.html").read_text(encoding="utf-8")
-    assert "<td>1</td><td>0.500</td><td>0</td>" in index  # judged, mean final, errors
+    assert "1 of 1 judged · mean final 0.500 · <span>0 errors</span>" in index  # model_a maze
+    refused = (outdir / f"gallery/{API}/maze_square.html").read_text(encoding="utf-8")
+    assert f'<p class="error">generation failed: {REFUSED}' in refused.replace("&#x27;", "'")
 
 
 def test_an_instance_shows_its_task_the_verdict_per_item_and_the_pair_labels(outdir):
@@ -273,6 +320,73 @@ def test_gallery_pages_play_in_headless_chromium(outdir, tmp_path):
     assert {path for path, _ in failed} <= {"/favicon.ico"}, failed
 
 
+def test_the_index_shows_thumbnails_verdicts_errors_and_filters_in_chromium(outdir, browser):
+    """Opened from disk (no server): every thumbnail loads; the filters hide and show rows,
+    columns and task groups; errors are marked with their reason."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from tests.annotate.test_annotate import wait
+
+    browser.get((outdir / "gallery" / "index.html").as_uri())
+    loaded = "return [...document.querySelectorAll('.input, .thumb')].map((i) => i.naturalWidth)"
+    wait(lambda: browser.execute_script(loaded) == [160] * 7)  # 2 inputs, 5 last frames
+    strips = "return [...document.querySelectorAll('.strip')].map((i) => i.naturalWidth)"
+
+    def shown() -> dict[str, list[str]]:
+        """Visible instance rows: their cells' verdict lines (faded ones in brackets)."""
+        found = {}
+        for row in browser.find_elements(By.CSS_SELECTOR, "tr[data-level]"):
+            if row.is_displayed():
+                cells = [
+                    c for c in row.find_elements(By.CSS_SELECTOR, "td[data-v]") if c.is_displayed()
+                ]
+                lines = [c.find_element(By.CLASS_NAME, "verdict").text for c in cells]
+                dim = ["dim" in c.get_attribute("class") for c in cells]
+                found[row.get_attribute("data-task")] = [
+                    f"({t})" if d else t for t, d in zip(lines, dim, strict=True)
+                ]
+        return found
+
+    assert shown() == {
+        "maze_square": ["0.50 partial", "not judged", f"generation failed: {REFUSED}"],
+        "sorting": ["not judged", "not judged", "judge error: blocked reply"],
+    }
+    errors = browser.find_elements(By.CSS_SELECTOR, "td.error")
+    assert len(errors) == 2 and all(
+        e.value_of_css_property("background-color") == "rgba(255, 238, 238, 1)" for e in errors
+    )
+    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "td.error .missing")] == [
+        "no video"
+    ]
+    assert browser.find_element(By.ID, "shown").text == "2 of 2 instances shown"
+
+    Select(browser.find_element(By.ID, "verdict")).select_by_value("error")
+    assert shown() == {
+        "maze_square": ["(0.50 partial)", "(not judged)", f"generation failed: {REFUSED}"],
+        "sorting": ["(not judged)", "(not judged)", "judge error: blocked reply"],
+    }
+    api_box = browser.find_element(By.CSS_SELECTOR, 'input[data-model="m2"]')
+    api_box.click()  # the API model's column hidden: no error left to show
+    assert shown() == {} and browser.find_element(By.ID, "shown").text == "0 of 2 instances shown"
+    assert not browser.find_element(By.CSS_SELECTOR, "th.m2").is_displayed()
+    assert not any(body.is_displayed() for body in browser.find_elements(By.TAG_NAME, "tbody"))
+    api_box.click()
+    Select(browser.find_element(By.ID, "verdict")).select_by_value("partial")
+    assert list(shown()) == ["maze_square"]
+    Select(browser.find_element(By.ID, "verdict")).select_by_value("")
+    Select(browser.find_element(By.ID, "task")).select_by_value("sorting")
+    assert list(shown()) == ["sorting"]
+    Select(browser.find_element(By.ID, "task")).select_by_value("")
+    Select(browser.find_element(By.ID, "level")).select_by_value("1")
+    assert list(shown()) == ["maze_square"]
+    Select(browser.find_element(By.ID, "level")).select_by_value("")
+
+    assert browser.execute_script(strips) == [0] * 4  # not shown: not fetched
+    browser.find_element(By.ID, "strips").click()
+    wait(lambda: browser.execute_script(strips) == [4 * (STRIP_TILE + 1) - 1] * 4)
+
+
 def test_rules_build_the_gallery_and_the_official_layout(tmp_path, monkeypatch):
     """Through Snakemake, on finished generate outputs: 4 jobs, then nothing left to do."""
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
@@ -293,9 +407,11 @@ def test_rules_build_the_gallery_and_the_official_layout(tmp_path, monkeypatch):
     ]
     assert sorted(jobs) == ["contact_sheet", "export_official", "export_official_all", "gallery"]
     gallery = outdir / "gallery" / "tiny_wan22"
-    assert sorted(p.name for p in gallery.iterdir()) == ["sheets", "sorting.html"]
-    inputs = sorted(p.stem for p in (outdir / "gallery" / "inputs").iterdir())
-    assert inputs == sorted(instances)
+    assert sorted(p.name for p in gallery.iterdir()) == ["sheets", "sorting.html", "thumbs"]
+    inputs = sorted(p.name for p in (outdir / "gallery" / "inputs").iterdir())
+    assert inputs == sorted(f"{i}{suffix}" for i in instances for suffix in (".jpg", ".png"))
+    thumbs = sorted(p.name for p in (gallery / "thumbs").glob("*.jpg"))
+    assert thumbs == sorted(f"{i}{suffix}" for i in instances for suffix in (".jpg", ".steps.jpg"))
     page = (gallery / "sorting.html").read_text(encoding="utf-8")
     assert all(f'<section id="{instance}">' in page for instance in instances)
     assert page.count("<b>Prompt</b>: ") == len(instances) and "<th>x_i</th>" in page

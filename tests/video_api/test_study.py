@@ -66,7 +66,7 @@ def test_every_instance_is_made_once_judged_tabled_shown_and_exported(study):
                 assert len(decord.VideoReader(str(run / "video.mp4"))) == 4 * fake.fps
                 assert exported.resolve() == (run / "video.mp4").resolve()
         page = (results / "gallery" / model / "sorting.html").read_text()
-        assert "No video: refused" in page and "safety filter" in page
+        assert "generation failed: refused" in page and "safety filter" in page
     errors = pd.read_csv(results / "tables" / "errors.csv").set_index("model")
     counts = ["selected", "ok", "error", "generation_failed", "transitions_missing"]
     for model in MODELS:

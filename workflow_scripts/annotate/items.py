@@ -29,6 +29,7 @@ from workflow_scripts.common.files import FILE_MODE
 from workflow_scripts.transitions.settings import HUMAN_COLUMNS, Pair, load_transitions
 
 REPO = Path(__file__).resolve().parents[2]
+PROG = "python -m workflow_scripts.annotate"
 
 
 @dataclass(frozen=True)
@@ -61,19 +62,30 @@ class Item:
 
 def load_run(configfiles: Sequence[str | Path] = ()) -> tuple[dict, Study, tuple[Pair, ...]]:
     """The config (config/config.yaml, then each of `configfiles` merged on top, checked and
-    with its defaults), its study and its checkpoint pairs, as the workflow sees them."""
+    with its defaults), its study and its checkpoint pairs, as the workflow sees them. A
+    missing or unreadable file, or a bad config, is a ValueError naming it."""
     from snakemake.utils import validate
 
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text(encoding="utf-8"))
+    config = _yaml(REPO / "config" / "config.yaml", "config")
     for path in configfiles:
-        _merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
+        _merge(config, _yaml(path, "--configfile") or {})
     schema = REPO / "config" / "schemas" / "config.schema.yaml"
     check(config, schema)
     validate(config, str(schema))
-    registry = yaml.safe_load(Path(config["model_registry"]).read_text(encoding="utf-8"))
+    registry = _yaml(config["model_registry"], "model_registry")
     study = load_study(config, registry, image_cache=".snakemake/vgi_image_check.json")
     unlabelled = {**config, "transitions": {**config["transitions"], "human_labels": None}}
     return config, study, load_transitions(unlabelled, study).pairs  # the CSV may not exist yet
+
+
+def _yaml(path: str | Path, what: str):
+    """The YAML document in `path` (`what` names it in an error)."""
+    if not Path(path).is_file():
+        raise ValueError(f"{what} {path}: no such file")
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ValueError(f"{what} {path}: not readable as YAML ({err})") from None
 
 
 def _merge(base: dict, update: dict) -> None:

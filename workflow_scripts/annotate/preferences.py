@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts.annotate.items import LabelStore, load_run
+from workflow_scripts.annotate.items import PROG, LabelStore, load_run
 from workflow_scripts.annotate.server import Handler
 from workflow_scripts.benchmark.study import Study
 from workflow_scripts.common import layout
@@ -246,7 +246,7 @@ def read_rankings(folder: str | Path) -> list[pd.DataFrame]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m workflow_scripts.annotate preferences",
+        prog=f"{PROG} preferences",
         description=__doc__.split("\n")[0],
     )
     parser.add_argument("--annotator", required=True, help="your name (letters, digits, _.-)")
@@ -260,7 +260,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not NAME.fullmatch(args.annotator):
         parser.error(f"--annotator {args.annotator!r}: letters, digits, _ . - only")
-    config, study, _ = load_run(args.configfile)
+    try:
+        config, study, _ = load_run(args.configfile)
+    except ValueError as err:  # a missing config file, a bad key: one line, no traceback
+        parser.exit(2, f"{PROG}: error: {err}\n")
     folder = args.rankings or config["judge_reliability"]["rankings"]
     if not folder:
         parser.error("--rankings is needed when judge_reliability.rankings is not set")

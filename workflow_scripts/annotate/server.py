@@ -22,7 +22,14 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from workflow_scripts.annotate.items import Item, LabelStore, items_of, load_run, stratified
+from workflow_scripts.annotate.items import (
+    PROG,
+    Item,
+    LabelStore,
+    items_of,
+    load_run,
+    stratified,
+)
 from workflow_scripts.transitions.labels import LABELS
 
 PAGE = Path(__file__).with_name("page.html")
@@ -140,14 +147,19 @@ def serve(annotation: Annotation, port: int = 0) -> ThreadingHTTPServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} [transitions]", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--configfile", action="append", default=[], help="layered as Snakemake")
     parser.add_argument("--labels", help="the CSV (default: transitions.human_labels)")
     parser.add_argument("--sample", type=int, help="label N (model, instance)s, by model")
     parser.add_argument("--seed", type=int, default=0, help="of --sample")
     parser.add_argument("--port", type=int, default=0, help="default: a free one")
     args = parser.parse_args(argv)
-    config, study, pairs = load_run(args.configfile)
+    try:
+        config, study, pairs = load_run(args.configfile)
+    except ValueError as err:  # a missing config file, a bad key: one line, no traceback
+        parser.exit(2, f"{PROG}: error: {err}\n")
     labels = args.labels or config["transitions"]["human_labels"]
     if not labels:
         parser.error("--labels is needed when transitions.human_labels is not set")

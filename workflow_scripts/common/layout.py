@@ -90,7 +90,7 @@ def failed_generation(video: str | Path) -> str | None:
     if not meta.is_file():
         return None
     document = json.loads(meta.read_text(encoding="utf-8"))
-    return document.get("reason") if document.get("status") == "error" else None
+    return None if document.get("status", "ok") == "ok" else document.get("reason") or "unknown"
 
 
 def stage_folder(outdir: str | Path, model: str, task: str, stage: str) -> Path:

@@ -1,4 +1,4 @@
-"""Snakemake entry of rule `contact_sheet`: one model's contact sheets."""
+"""Snakemake entry of rule `contact_sheet`: one model's contact sheets and thumbnails."""
 
 import sys
 from pathlib import Path

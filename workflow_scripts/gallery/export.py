@@ -27,7 +27,7 @@ def export_official_job(smk) -> None:
     folder = Path(smk.output[0])
     folder.mkdir(parents=True, exist_ok=True)
     with job_log(smk):
-        made = [run for run in runs_of(smk) if not run.failure()]  # none: nothing to link
+        made = [run for run in runs_of(smk) if not run.generation_error()]  # none: nothing to link
         for run in made:
             link(run.folder / "video.mp4", folder / run.task / f"{run.model}_{run.instance}.mp4")
         print(f"{len(made)} videos linked, {len(smk.input.videos) - len(made)} never made")

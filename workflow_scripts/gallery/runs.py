@@ -11,6 +11,7 @@ from pathlib import Path
 from workflow_scripts.common import layout
 
 CHECKPOINT = re.compile(r"step(\d+)(_xt)?\.mp4")
+JPEG = {"quality": 80, "optimize": True}  # the gallery's thumbnails: small, made once
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,21 @@ class Run:
     def sheet(self) -> Path:
         return self.outdir / "gallery" / self.model / "sheets" / f"{self.instance}.png"
 
+    @property
+    def thumbnail(self) -> Path:
+        """The final video's last frame, small (JPEG)."""
+        return self.outdir / "gallery" / self.model / "thumbs" / f"{self.instance}.jpg"
+
+    @property
+    def strip(self) -> Path:
+        """The last frame of each x0 checkpoint in step order, then the final's (JPEG)."""
+        return self.outdir / "gallery" / self.model / "thumbs" / f"{self.instance}.steps.jpg"
+
+    def generation_error(self) -> str | None:
+        """Why the generation failed (`generation.json` with `status: error`, e.g. a
+        refused API request: no usable video), or None."""
+        return layout.failed_generation(self.folder / "video.mp4")
+
     def videos(self) -> list[tuple[str, Path]]:
         """(label, path): checkpoints by step (x0 before x_t), then the final video."""
         return [*checkpoint_videos(self.folder / "denoise"), ("final", self.folder / "video.mp4")]
@@ -46,15 +62,7 @@ class Run:
         return _read(where / f"{name}.json")
 
     def score(self) -> dict | None:
-        """The judge's score; without one, an `error` where no video was made."""
-        if score := self.judged("score"):
-            return score
-        reason = self.failure()
-        return reason and {"status": "error", "reason": f"{layout.GENERATION_FAILED}{reason}"}
-
-    def failure(self) -> str | None:
-        """Why no video was made (a video API's refusal or failure), or None."""
-        return layout.failed_generation(self.folder / "video.mp4")
+        return self.judged("score")
 
     def transitions(self) -> dict | None:
         """The checkpoint pairs' labels, if written."""

@@ -1,5 +1,13 @@
-"""Contact sheets: per (model, instance), one row of frames per checkpoint video in step
-order, then the final video (`gallery/<model>/sheets/<instance>.png`)."""
+"""Contact sheets and thumbnails, per (model, instance), from one decoding of its videos:
+
+    gallery/<model>/sheets/<instance>.png       a row of frames per checkpoint video in step
+                                                order, then the final video
+    gallery/<model>/thumbs/<instance>.jpg       the final video's last frame (the index's cell)
+    gallery/<model>/thumbs/<instance>.steps.jpg the last frame of each x0 checkpoint, then the
+                                                final's, side by side (none without checkpoints)
+
+A run whose generation failed (`generation.json` status `error`) has neither.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +17,10 @@ import decord
 from PIL import Image, ImageDraw, ImageFont
 
 from workflow_scripts.common.logs import job_log
-from workflow_scripts.gallery.runs import Run, runs_of
+from workflow_scripts.gallery.runs import CHECKPOINT, JPEG, Run, runs_of
 
 LABEL_WIDTH, HEADER, GAP = 80, 20, 2  # contact sheet layout (pixels)
+STRIP_TILE = 40  # width of a checkpoint's tile in the strip (pixels)
 
 
 def sample_tiles(video: Path, columns: int, width: int, height: int | None = None):
@@ -25,19 +34,25 @@ def sample_tiles(video: Path, columns: int, width: int, height: int | None = Non
     return [f.resize((width, height), Image.LANCZOS) for f in frames], [i / rate for i in indices]
 
 
-def contact_sheet(rows: list[tuple[str, Path]], columns: int = 6, width: int = 160) -> Image.Image:
-    """One labelled row of `columns` tiles per (label, video); the last row (the final
-    video) sets the tile height and the times in the column labels."""
+def video_tiles(rows: list[tuple[str, Path]], columns: int, width: int):
+    """The tiles of every (label, video), the last (the final video) setting the tile
+    height, and the final's frame times."""
     last, times = sample_tiles(rows[-1][1], columns, width)
     height = last[0].height
-    tiles = [sample_tiles(video, columns, width, height)[0] for _, video in rows[:-1]] + [last]
-    size = (LABEL_WIDTH + columns * (width + GAP), HEADER + len(rows) * (height + GAP))
+    tiles = [sample_tiles(video, columns, width, height)[0] for _, video in rows[:-1]]
+    return [*tiles, last], times
+
+
+def contact_sheet(labels: list[str], tiles: list[list[Image.Image]], times) -> Image.Image:
+    """One labelled row of tiles per video; the columns labelled with their times."""
+    width, height, columns = tiles[0][0].width, tiles[0][0].height, len(times)
+    size = (LABEL_WIDTH + columns * (width + GAP), HEADER + len(labels) * (height + GAP))
     sheet = Image.new("RGB", size, "white")
     draw, font = ImageDraw.Draw(sheet), ImageFont.load_default(size=12)
     for column, time in enumerate(times):
         x = LABEL_WIDTH + column * (width + GAP) + width // 2
         draw.text((x, HEADER // 2), f"{time:.2f} s", fill="black", font=font, anchor="mm")
-    for row, ((label, _), frames) in enumerate(zip(rows, tiles, strict=True)):
+    for row, (label, frames) in enumerate(zip(labels, tiles, strict=True)):
         y = HEADER + row * (height + GAP)
         draw.text((4, y + height // 2), label, fill="black", font=font, anchor="lm")
         for column, frame in enumerate(frames):
@@ -45,30 +60,47 @@ def contact_sheet(rows: list[tuple[str, Path]], columns: int = 6, width: int = 1
     return sheet
 
 
-def write_sheets(runs: list[Run], folder: Path, columns: int, width: int) -> None:
-    """A contact sheet `<instance>.png` in `folder` per run."""
-    folder.mkdir(parents=True, exist_ok=True)
+def strip(lasts: list[Image.Image]) -> Image.Image:
+    """The frames side by side, each STRIP_TILE px wide, 1 px apart."""
+    height = round(STRIP_TILE * lasts[0].height / lasts[0].width)
+    image = Image.new("RGB", (len(lasts) * (STRIP_TILE + 1) - 1, height), "white")
+    for k, frame in enumerate(lasts):
+        image.paste(frame.resize((STRIP_TILE, height), Image.LANCZOS), (k * (STRIP_TILE + 1), 0))
+    return image
+
+
+def write_pictures(runs: list[Run], sheets: Path, thumbs: Path, columns: int, width: int) -> None:
+    """Per run whose generation did not fail: its contact sheet in `sheets`, its
+    thumbnail and checkpoint strip in `thumbs` (the names in the module's docstring)."""
+    sheets.mkdir(parents=True, exist_ok=True)
+    thumbs.mkdir(parents=True, exist_ok=True)
     for run in runs:
-        reason = run.failure()
-        sheet = (
-            failure_sheet(reason, columns, width)
-            if reason
-            else contact_sheet(run.videos(), columns, width)
+        if run.generation_error():
+            continue
+        rows = run.videos()
+        tiles, times = video_tiles(rows, columns, width)
+        contact_sheet([label for label, _ in rows], tiles, times).save(
+            sheets / f"{run.instance}.png"
         )
-        sheet.save(folder / f"{run.instance}.png")
-
-
-def failure_sheet(reason: str, columns: int, width: int) -> Image.Image:
-    """A sheet saying why there is no video (a video API's refusal or failure)."""
-    sheet = Image.new("RGB", (LABEL_WIDTH + columns * (width + GAP), 3 * HEADER), "white")
-    font = ImageFont.load_default(size=12)
-    ImageDraw.Draw(sheet).text((4, HEADER), f"no video: {reason}"[:200], fill="darkred", font=font)
-    return sheet
+        tiles[-1][-1].save(thumbs / f"{run.instance}.jpg", **JPEG)
+        x0 = [
+            row[-1]
+            for (_, video), row in zip(rows, tiles, strict=True)
+            if (match := CHECKPOINT.fullmatch(video.name)) and not match[2]
+        ]
+        if x0:
+            strip([*x0, tiles[-1][-1]]).save(thumbs / f"{run.instance}.steps.jpg", **JPEG)
 
 
 def contact_sheet_job(smk) -> None:
-    """Rule `contact_sheet`: a sheet per instance of one model, in one folder."""
+    """Rule `contact_sheet`: the sheets and thumbnails of one model, in two folders."""
     runs = runs_of(smk)
     with job_log(smk):
-        write_sheets(runs, Path(smk.output[0]), smk.params.columns, smk.params.tile_width)
-        print(f"{len(runs)} contact sheets")
+        write_pictures(
+            runs,
+            Path(smk.output.sheets),
+            Path(smk.output.thumbs),
+            smk.params.columns,
+            smk.params.tile_width,
+        )
+        print(f"{len(runs)} contact sheets and thumbnails")

@@ -1,0 +1,85 @@
+"""What a run checks and says before its first job: the VLM jobs' API keys, a narrower selection
+than its outdir holds. Real Snakemake runs on the bundled example."""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+
+from tests.support.workflow import default_config, snakemake
+
+VARIANT = {"backend": "openai", "model": "qwen", "base_url": "http://127.0.0.1:9/v1"}
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.mark.parametrize(
+    ("target", "variants", "expected"),
+    [
+        (
+            "tables",
+            None,
+            "$GEMINI_API_KEY is not set: target tables needs it for 4 judge jobs, "
+            "4 label_transitions jobs (VLM calls).",
+        ),
+        (
+            "judges_all",
+            {"qwen": {**VARIANT, "api_key_env": "VGI_TEST_VARIANT_KEY"}},
+            "$VGI_TEST_VARIANT_KEY is not set: target judges_all needs it for "
+            "4 judge_variant jobs (VLM calls).",
+        ),
+    ],
+)
+def test_a_target_needing_the_vlm_without_its_key_stops_before_any_job(
+    tmp_path, monkeypatch, target, variants, expected
+):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("VGI_TEST_VARIANT_KEY", raising=False)
+    config = default_config(tmp_path)
+    if variants:
+        config["judges"] = variants
+    wall, cpu = time.perf_counter(), _child_cpu()
+    result = snakemake(tmp_path, config, target)
+    wall, cpu = time.perf_counter() - wall, _child_cpu() - cpu
+    print(f"snakemake --cores 2 {target} without the key: {wall:.2f} s wall, {cpu:.2f} CPU s")
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert expected in result.stdout and "Nothing was run." in result.stdout
+    assert "Select jobs to execute" not in result.stdout  # the scheduler never started
+    assert not (tmp_path / "results").exists()  # no video, no frames/, no log
+    assert wall < 30  # about 2 s on an idle machine (the check itself is after the DAG)
+
+
+def test_a_target_without_vlm_jobs_runs_without_the_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    result = snakemake(tmp_path, default_config(tmp_path), "select_instances")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert (tmp_path / "results" / "instances" / "selected.csv").is_file()
+
+
+def test_a_run_narrower_than_its_outdir_says_so_first(tmp_path):
+    config = default_config(tmp_path)
+    assert snakemake(tmp_path, config, "select_instances").returncode == 0  # 12 instances
+    (tmp_path / "results" / "tiny_wan21").mkdir()  # a model the outdir holds
+    results = tmp_path / "results"
+
+    subset = {**config, "benchmark": {**config["benchmark"], "tasks": ["maze_square"]}}
+    lines = snakemake(tmp_path, subset, "-n").stdout.splitlines()
+    first = lines.index(f"This run covers less than {results}/ already holds:")
+    assert first < next(i for i, line in enumerate(lines) if "Building DAG" in line)
+    note = "\n".join(lines[first : first + 5])
+    assert "holds 12 instances of 4 tasks (block_assembly, clock_running, maze_square" in note
+    assert "and 1 model (tiny_wan21);" in note
+    assert "this run selects 3 instances of 1 task (maze_square) and 1 model (tiny_wan22)" in note
+    assert "leaving out 9 instances and 1 model tiny_wan21" in note
+    assert f"--config outdir={results}_subset" in note
+
+    # The same selection and models, or a subset in its own outdir: nothing to say.
+    (tmp_path / "results" / "tiny_wan21").rmdir()
+    assert "covers less" not in snakemake(tmp_path, config, "-n").stdout
+    own = {**subset, "outdir": f"{results}_subset"}
+    assert "covers less" not in snakemake(tmp_path, own, "-n").stdout

@@ -1,0 +1,37 @@
+"""The API keys a run's VLM jobs read, checked once the DAG is known and before any job runs."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+
+def missing_key_error(
+    jobs: Iterable[tuple[str, str]], targets: Sequence[str], environ: Mapping[str, str]
+) -> str | None:
+    """The error for the jobs whose key variable is unset, or None when every one is set.
+
+    `jobs`: (rule name, key variable) for each VLM job about to run; `targets`: what was
+    asked for (the message names them, since the rules needing a key come in through them).
+    """
+    missing: dict[str, Counter] = defaultdict(Counter)
+    for rule, variable in jobs:
+        if not environ.get(variable, "").strip():
+            missing[variable][rule] += 1
+    if not missing:
+        return None
+    asked = ", ".join(targets) or "all"
+    lines = [
+        f"${variable} is not set: target {asked} needs it for "
+        + ", ".join(f"{n} {rule} job{'s' * (n > 1)}" for rule, n in sorted(jobs_of.items()))
+        + " (VLM calls)."
+        for variable, jobs_of in sorted(missing.items())
+    ]
+    return "\n".join(
+        [
+            *lines,
+            "Nothing was run. Export the key (its variable is named by judge.api_key_env, "
+            "or a variant's api_key_env), or ask for targets without the judge "
+            "(generate_all, gallery, export_official_all).",
+        ]
+    )
