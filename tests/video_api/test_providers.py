@@ -120,3 +120,16 @@ def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_pa
     fake.outcomes.clear()  # the user changed nothing; the provider now lets it through
     retried, submitted = run(tmp_path, fake, "veo31", resubmit=True)
     assert retried.ok and len(submitted) == 1 and len(fake.submissions) == 2
+
+
+@pytest.mark.parametrize("name", ["veo31", "sora2"])
+def test_429_answers_to_polls_are_waited_out(tmp_path, fake, name):
+    client = provider(spec(name, fake.url), fake.api_key)
+    throttle = lambda operation: setattr(fake, "throttle", 3)  # noqa: E731  the next 3 polls
+    try:
+        operation = Operation(tmp_path / "state.json", client)
+        outcome = operation.run(IMAGE, "p", throttle, 0.01, 60)
+    finally:
+        client.close()
+    assert outcome.ok and len(fake.submissions) == 1
+    assert sum(status == 429 for *_, status in fake.requests) == 3

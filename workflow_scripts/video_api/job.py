@@ -28,7 +28,7 @@ from workflow_scripts.common.files import write_json
 from workflow_scripts.common.layout import parse_run_key, run_folder
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.common.pacing import SharedRateLimit
-from workflow_scripts.video_api.client import ServiceError, provider
+from workflow_scripts.video_api.client import Retry, ServiceError, provider
 from workflow_scripts.video_api.ledger import record
 from workflow_scripts.video_api.operation import NotResumable, Operation
 from workflow_scripts.video_api.settings import resolution_of, seconds_of
@@ -80,7 +80,7 @@ def generate_api_job(smk) -> None:
                 lambda op: record(outdir, spec, run, task, instance, op, config["prices"]),
                 options["poll_s"], options["timeout_min"] * 60,
             )  # fmt: skip
-        except (NotResumable, ServiceError, TimeoutError) as error:
+        except (NotResumable, ServiceError, Retry, TimeoutError) as error:
             fail(f"{instance} ({spec.key}): {error}")
         finally:
             client.close()
