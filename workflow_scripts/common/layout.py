@@ -14,7 +14,11 @@ and write one folder per stage beside the instances' folders, one entry per inst
                                                           ahead by rule prepare_frames
     <outdir>/resume/<model>/<task>/<instance>/            <digest>.pt: a cut-off generate
                                                           job's resumable state (removed
-                                                          when the job is done)
+                                                          when the job is done);
+                                                          <digest>.json: a video API
+                                                          operation (kept: vgi_models.state)
+    <outdir>/ledger/<model>/<task>/<instance>/<time>.json one record per paid video API
+                                                          submission (video_api.ledger)
 
 A run under another input condition or another seed (DESIGN, "Input conditions and
 seeds") has the same layout under its own run key in place of `<model>`:
