@@ -67,10 +67,10 @@ if workflow.is_main_process and (
     note := narrower_run_note(OUT, STUDY.instances, STUDY.models, REGISTRY)
 ):
     logger.warning(note)
-if STUDY.videos and workflow.is_main_process:
+if STUDY.without_checkpoints and workflow.is_main_process:
     logger.info(
-        f"No transition labels for {', '.join(STUDY.videos)}: videos made elsewhere "
-        "have no denoising checkpoints."
+        f"No transition labels or trajectory tables for {', '.join(STUDY.without_checkpoints)}: "
+        "videos made elsewhere or by a video API have no denoising checkpoints."
     )
 
 JUDGES = [MAIN, *VARIANTS]  # every judge of the run, by name
@@ -97,6 +97,7 @@ GENERATION_PARAMS = {
     key: STUDY.generation_params(model, seed) for key, (model, _, seed) in RUNS.items()
 }
 GENERATED_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.generated]
+API_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.api]
 
 # How `generate`'s shell command finds the interpreter, its entry and the registry (read
 # for `runtime`, which changes no video). Snakemake reruns a job whose command text
@@ -291,12 +292,10 @@ def model_runs(pattern):
 
 
 def generated_runs(pattern):
-    """Input function: `model_runs(pattern)` for a model the workflow generates, else none
-    (videos made elsewhere have no checkpoints)."""
+    """Input function: `model_runs(pattern)` for a model with denoising checkpoints, else
+    none (videos made elsewhere or by a video API have none)."""
     return lambda wildcards: (
-        model_runs(pattern)(wildcards)
-        if STUDY.models[wildcards.model].generates
-        else []
+        model_runs(pattern)(wildcards) if STUDY.models[wildcards.model].denoises else []
     )
 
 
@@ -331,6 +330,31 @@ def judge_enabled():
                 "(named by their api_key_env) are not set."
             )
     return enabled
+
+
+def check_api_keys():
+    """A video API model with videos left to make needs its key: an error naming the
+    variable before any job (no key is needed once every video of its runs exists)."""
+    missing = {}
+    for key in API_RUNS:
+        spec = STUDY.models[RUNS[key][0]]
+        if os.environ.get(spec.api_key_env, "").strip():
+            continue
+        rows = ROWS[RUNS[key][1]]["task"].items()
+        if not all(os.path.exists(f"{OUT}/{key}/{t}/{i}/video.mp4") for i, t in rows):
+            missing.setdefault(spec.api_key_env, []).append(spec.key)
+    if missing:
+        raise WorkflowError(
+            "; ".join(
+                f"${name} (the API key of {', '.join(dict.fromkeys(models))}, named by "
+                "api_key_env in the model registry) is not set"
+                for name, models in missing.items()
+            )
+        )
+
+
+if workflow.is_main_process:
+    check_api_keys()
 
 
 def judge_targets(targets):

@@ -42,6 +42,32 @@ rule generate:
         "> {log:q} 2>&1"
 
 
+# A video API model (`source: api`) makes the same target through its provider's SDK: no
+# GPU, capped by `video_api` (the profile), the operation kept outside the outputs so that
+# no rerun pays twice (docs/commercial-models.md).
+rule generate_api:
+    input:
+        image=instance_image,
+    output:
+        video=f"{RUN}/video.mp4",
+        meta=f"{RUN}/generation.json",
+    log:
+        f"{OUT}/logs/generate_api/{{model}}/{{task}}/{{instance}}.log",
+    wildcard_constraints:
+        model=one_of(API_RUNS),
+    conda:
+        "../envs/judge.yaml"
+    resources:
+        video_api=1,
+        mem_mb=model_resource("mem_mb", 1000),
+        runtime=model_resource("runtime", 60),
+    params:
+        settings=lambda w: GENERATION_PARAMS[w.model],
+        prompt=instance_prompt,
+    script:
+        "../workflow_scripts/entry/generate_api.py"
+
+
 # A model with `source: videos` brings its videos from its folder: a copy, no GPU job.
 rule import_video:
     input:

@@ -33,7 +33,7 @@ rule tables:
         "../envs/analysis.yaml"
     params:
         models=list(STUDY.models),
-        no_checkpoints=list(STUDY.videos),
+        no_checkpoints=STUDY.without_checkpoints,
         vbvr_pairs=VBVR_PAIRS,
         pool=list(TRANSITIONS.pool),
         runs={

@@ -16,8 +16,9 @@ from PIL import Image
 
 from vgi_models.hooks import CheckpointRecorder
 from vgi_models.registry import ModelSpec
-from vgi_models.resume import Trajectory, state_key
+from vgi_models.resume import Trajectory
 from vgi_models.runtime import place
+from vgi_models.state import state_key
 from vgi_models.video import checkpoint_name, write_video
 
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "peft")

@@ -11,6 +11,8 @@ from vgi_models.sources import resolve
 
 TINY = "tiny"
 VIDEOS = "videos"  # a folder of videos made elsewhere: no pipeline, no checkpoints
+API = "api"  # a commercial video API (`provider`): made by the workflow, no checkpoints
+API_FIELDS = ("provider", "model_id", "api_key_env", "base_url")
 FAMILIES = {
     "wan21": "vgi_models.families.wan",
     "wan22": "vgi_models.families.wan",
@@ -24,7 +26,10 @@ TINY_BUILDERS = {family: f"{module}_tiny" for family, module in FAMILIES.items()
 @dataclass(frozen=True)
 class ModelSpec:
     """One registry entry. `generation` holds every setting that shapes the video; an
-    entry with `source: videos` has none, only the `videos` folder it reads."""
+    entry with `source: videos` has none, only the `videos` folder it reads. An entry with
+    `source: api` names its `provider` (veo, sora), the provider's `model_id`, the variable
+    holding its key (`api_key_env`) and optionally an endpoint (`base_url`); its
+    `generation` holds the provider's own settings, named as its SDK names them."""
 
     key: str
     family: str | None
@@ -35,11 +40,20 @@ class ModelSpec:
     runtime: dict
     lora: dict | None = None
     videos: str | None = None
+    provider: str | None = None
+    model_id: str | None = None
+    api_key_env: str | None = None
+    base_url: str | None = None
 
     @property
     def generates(self) -> bool:
-        """Whether the workflow makes this model's videos (a GPU job with checkpoints)."""
+        """Whether the workflow makes this model's videos (a pipeline or a video API)."""
         return self.source != VIDEOS
+
+    @property
+    def denoises(self) -> bool:
+        """Whether its videos come from a local pipeline, with denoising checkpoints."""
+        return self.source not in (VIDEOS, API)
 
     @property
     def module(self) -> ModuleType:
@@ -54,6 +68,13 @@ class ModelSpec:
         """Everything in the entry that determines a generated video (not how it runs)."""
         if not self.generates:
             return {"source": VIDEOS, "videos": self.videos}
+        if self.source == API:  # not how it is reached: key variable, endpoint
+            return {
+                "source": API,
+                "provider": self.provider,
+                "model_id": self.model_id,
+                "generation": self.generation,
+            }
         settings = {
             "family": self.family,
             "source": self.source,
@@ -97,6 +118,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
             runtime=entry.get("runtime", {}),
             lora=entry.get("lora"),
             videos=entry.get("videos"),
+            **{name: entry.get(name) for name in API_FIELDS},
         )
         for key, entry in entries.items()
     }
@@ -115,6 +137,8 @@ def problems_of(
         if not spec.generates:
             if not Path(spec.videos).is_dir():
                 found.append(f"model {key!r}: videos folder not found ({spec.videos})")
+            continue
+        if not spec.denoises:  # a video API: its settings are checked against the instances
             continue
         beyond = [s for s in denoise_steps if s > spec.steps]
         if beyond:

@@ -24,22 +24,18 @@ what the uninterrupted run computes.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
 import importlib
 import inspect
-import json
 import logging
-import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 
 import torch
 
 from vgi_models.hooks import Checkpoint, CheckpointRecorder
+from vgi_models.state import remove_state, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +43,6 @@ FORMAT = 1
 # Ignored by default, so the shell and the Snakemake process of a SLURM job step, which
 # receive it too, live on; SIGUSR1 would end them.
 WARNING_SIGNAL = signal.SIGURG
-
-
-def state_key(**decides) -> str:
-    """A digest of everything that decides the video (settings, prompt, image, versions)."""
-    return hashlib.sha256(json.dumps(decides, sort_keys=True).encode()).hexdigest()[:20]
 
 
 class Trajectory:
@@ -126,9 +117,7 @@ class Trajectory:
 
     def finish(self) -> None:
         """The job's outputs are complete: the state goes."""
-        self.path.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # the empty folders up to the first one in use
-            os.removedirs(self.path.parent)
+        remove_state(self.path)
 
     def _attempt(self) -> dict:
         seconds = round(time.perf_counter() - self.started, 3)
@@ -292,12 +281,7 @@ class Trajectory:
             "outputs": self.outputs,
             "attempts": [*self.attempts, self._attempt()],
         }
-        fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            torch.save(state, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, self.path)
+        write_atomic(self.path, lambda out: torch.save(state, out))
         self.written = (latest["stage"], latest["step"])
         where = f"step {latest['step']} of {latest['steps']}{self._stage_name()}"
         log.info("saved the state at %s%s", where, f" on {why}" if why else "")

@@ -374,11 +374,12 @@ def test_errors_count_every_gap(built):
         "transitions_error",
         "transitions_missing",
         "transitions_failed",
+        "generation_failed",
     ]
-    assert t.loc[M].tolist() == [7, 5, 1, 1, 3, 1, 3, "t1_lv2_001"]
-    assert t.loc[V].tolist() == [7, 7, 0, 0, 2, 0, 5, ""]
-    assert t.loc[L].tolist() == [7, 0, 0, 7, 0, 0, 7, ""]
-    assert t.loc["all"].tolist() == [21, 12, 1, 8, 5, 1, 15, f"{M}/t1_lv2_001"]
+    assert t.loc[M].tolist() == [7, 5, 1, 1, 3, 1, 3, "t1_lv2_001", 0]
+    assert t.loc[V].tolist() == [7, 7, 0, 0, 2, 0, 5, "", 0]
+    assert t.loc[L].tolist() == [7, 0, 0, 7, 0, 0, 7, "", 0]
+    assert t.loc["all"].tolist() == [21, 12, 1, 8, 5, 1, 15, f"{M}/t1_lv2_001", 0]
 
 
 def test_bootstrap_cis(run, built):

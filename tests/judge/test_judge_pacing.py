@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_vlm import FakeVLM
-from workflow_scripts.judge.pacing import SharedRateLimit
+from workflow_scripts.common.pacing import SharedRateLimit
 
 REPO = Path(__file__).resolve().parents[2]
 WINDOW_S, LIMIT, JOBS, CALLS = 3.0, 6, 4, 6

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_scripts.benchmark.instances import OVERLAP_GROUPS
+from workflow_scripts.common.layout import GENERATION_FAILED
 from workflow_scripts.transitions.labels import LABELS
 
 SEED = 0
@@ -189,6 +190,10 @@ def errors(results: pd.DataFrame) -> pd.DataFrame:
     listed = failed.groupby("model")["instance"].agg(" ".join)
     listed["all"] = " ".join(failed["model"] + "/" + failed["instance"])
     table["transitions_failed"] = table["model"].map(listed).fillna("")
+    # no video made (a video API's refusal or failure): counted within `error`
+    unmade = frame["reason"].fillna("").str.startswith(GENERATION_FAILED)
+    table["generation_failed"] = table["model"].map(frame[unmade].groupby("model").size())
+    table["generation_failed"] = table["generation_failed"].fillna(0).astype(int)
     return table
 
 

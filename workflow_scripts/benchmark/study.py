@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from vgi_models.registry import ModelSpec, load_registry, problems_of
+from vgi_models.registry import API, ModelSpec, load_registry, problems_of
 from workflow_scripts.benchmark.conditions import load_conditions
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
 from workflow_scripts.benchmark.videos import find_videos
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
+from workflow_scripts.video_api.settings import image_problems, setting_problems
 
 
 class StudyError(ValueError):
@@ -51,8 +52,9 @@ class Study:
         return (self.models[model].generation or {}).get("seed")
 
     def seeds_of(self, model: str) -> list[int | None]:
-        """The model's seeds, None for the registry's (its runs keep the plain paths)."""
-        if self.seeds is None or not self.models[model].generates:
+        """The model's seeds, None for the registry's (its runs keep the plain paths); a
+        model without a seed setting (videos made elsewhere, Sora) has its main run only."""
+        if self.seeds is None or self.registry_seed(model) is None:
             return [None]
         own = self.registry_seed(model)
         return [None if seed == own else seed for seed in self.seeds]
@@ -77,16 +79,28 @@ class Study:
 
     @property
     def generated(self) -> list[str]:
-        """The models whose videos (and checkpoints) the workflow generates."""
-        return [key for key, spec in self.models.items() if spec.generates]
+        """The models whose videos (and denoising checkpoints) a local pipeline generates."""
+        return [key for key, spec in self.models.items() if spec.denoises]
+
+    @property
+    def api(self) -> list[str]:
+        """The models whose videos the workflow asks a video API for (no checkpoints)."""
+        return [key for key, spec in self.models.items() if spec.generates and not spec.denoises]
+
+    @property
+    def without_checkpoints(self) -> list[str]:
+        """The models without denoising checkpoints: video APIs and videos made elsewhere."""
+        return [key for key, spec in self.models.items() if not spec.denoises]
 
     def generation_params(self, model: str, seed: int | None = None) -> str:
         """The settings that determine a model's videos, as a stable JSON string (`seed`:
         in place of the registry's)."""
-        settings = copy.deepcopy(self.models[model].settings())
+        spec = self.models[model]
+        settings = copy.deepcopy(spec.settings())
         if seed is not None:
             settings["generation"]["seed"] = seed
-        settings["denoise"] = {"steps": list(self.steps), "decode": self.decode}
+        if spec.denoises:  # a video API's video has no checkpoints to decode
+            settings["denoise"] = {"steps": list(self.steps), "decode": self.decode}
         return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
 
@@ -113,6 +127,8 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         with ImageCheck(image_cache) as check:
             conditions, found = load_conditions(config["conditions"], table, check)
         problems += found
+    if table is not None:
+        problems += api_problems(models, [table, *conditions.values()], image_cache)
     videos = {}
     for key, spec in models.items():
         if table is not None and not spec.generates and Path(spec.videos).is_dir():
@@ -129,6 +145,25 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         conditions=conditions,
         seeds=tuple(config["seeds"]) if config.get("seeds") else None,
     )
+
+
+def api_problems(
+    models: dict[str, ModelSpec], tables: list[pd.DataFrame], image_cache: str | None
+) -> list[str]:
+    """Every video API model's settings the provider refuses, and every input image (of
+    the run and of each condition) whose aspect does not fit them, by instance."""
+    found = []
+    apis = {key: spec for key, spec in models.items() if spec.source == API}
+    for key, spec in apis.items():
+        own = setting_problems(key, spec.provider, spec.model_id, spec.generation)
+        found += own
+        if own:
+            continue
+        with ImageCheck(image_cache) as check:
+            for table in tables:
+                sizes = table["image"].map(check.size)
+                found += image_problems(key, spec.provider, spec.generation, sizes)
+    return list(dict.fromkeys(found))
 
 
 def select_instances_job(smk) -> None:

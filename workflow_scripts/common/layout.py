@@ -14,7 +14,11 @@ and write one folder per stage beside the instances' folders, one entry per inst
                                                           ahead by rule prepare_frames
     <outdir>/resume/<model>/<task>/<instance>/            <digest>.pt: a cut-off generate
                                                           job's resumable state (removed
-                                                          when the job is done)
+                                                          when the job is done);
+                                                          <digest>.json: a video API
+                                                          operation (kept: vgi_models.state)
+    <outdir>/ledger/<model>/<task>/<instance>/<time>.json one record per paid video API
+                                                          submission (video_api.ledger)
 
 A run under another input condition or another seed (DESIGN, "Input conditions and
 seeds") has the same layout under its own run key in place of `<model>`:
@@ -30,6 +34,7 @@ name, in the main judge's layout (the main judge, `main`, keeps the paths above)
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -77,6 +82,19 @@ VARIANTS = "judges"  # the folder under the outdir holding the variants' documen
 def run_folder(outdir: str | Path, model: str, task: str, instance: str) -> Path:
     """The instance's generation: video.mp4, denoise/, generation.json."""
     return Path(outdir) / model / task / instance
+
+
+GENERATION_FAILED = "generation failed: "  # a score's reason where no video was made
+
+
+def failed_generation(video: str | Path) -> str | None:
+    """Why the video beside its generation.json was not made (a video API's refusal or
+    failure: `status: error`, `video.mp4` left empty), or None."""
+    meta = Path(video).parent / "generation.json"
+    if not meta.is_file():
+        return None
+    document = json.loads(meta.read_text(encoding="utf-8"))
+    return None if document.get("status", "ok") == "ok" else document.get("reason") or "unknown"
 
 
 def stage_folder(outdir: str | Path, model: str, task: str, stage: str) -> Path:

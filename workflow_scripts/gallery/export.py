@@ -25,7 +25,9 @@ def export_official_job(smk) -> None:
     """Rule `export_official`: link each of one model's videos to its name in the official
     judge's layout, `<model>/<task>/<model>_<instance>.mp4` under the job's folder."""
     folder = Path(smk.output[0])
+    folder.mkdir(parents=True, exist_ok=True)
     with job_log(smk):
-        for run in runs_of(smk):
+        made = [run for run in runs_of(smk) if not run.generation_error()]  # none: nothing to link
+        for run in made:
             link(run.folder / "video.mp4", folder / run.task / f"{run.model}_{run.instance}.mp4")
-        print(f"{len(smk.input.videos)} videos linked")
+        print(f"{len(made)} videos linked, {len(smk.input.videos) - len(made)} never made")

@@ -50,10 +50,7 @@ class Run:
     def generation_error(self) -> str | None:
         """Why the generation failed (`generation.json` with `status: error`, e.g. a
         refused API request: no usable video), or None."""
-        meta = _read(self.folder / "generation.json") or {}
-        if meta.get("status", "ok") == "ok":
-            return None
-        return meta.get("reason") or "unknown"
+        return layout.failed_generation(self.folder / "video.mp4")
 
     def videos(self) -> list[tuple[str, Path]]:
         """(label, path): checkpoints by step (x0 before x_t), then the final video."""

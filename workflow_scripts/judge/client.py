@@ -40,6 +40,7 @@ import jsonschema
 import tenacity
 
 from workflow_scripts.common.files import write_json
+from workflow_scripts.common.pacing import SharedRateLimit
 from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: part of the API)
     BACKENDS,
     USAGE_KEYS,
@@ -50,7 +51,6 @@ from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: par
     describe_error,
     usage_counts,
 )
-from workflow_scripts.judge.pacing import SharedRateLimit
 
 log = logging.getLogger(__name__)
 

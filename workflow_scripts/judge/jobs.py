@@ -25,7 +25,7 @@ from pathlib import Path
 import decord
 
 from workflow_scripts.common.files import write_json
-from workflow_scripts.common.layout import frame_store
+from workflow_scripts.common.layout import GENERATION_FAILED, failed_generation, frame_store
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.judge.client import ServiceError, VLMClient
 from workflow_scripts.judge.frames import video_duration
@@ -68,7 +68,9 @@ def run_vlm(smk, work: Callable) -> list:
 async def judge_file(client, instance: dict, video: Path, judge: dict, prepared=None) -> dict:
     """The judge's documents of one video (`judge`: the rule's judge params; `prepared`:
     the (model, task)'s folder of prepared frames, if any), or an `error` without calls
-    when the video cannot be decoded."""
+    when the video cannot be decoded or was never made (a video API's refusal)."""
+    if reason := failed_generation(video):
+        return error_documents(f"{GENERATION_FAILED}{reason}")
     try:
         await asyncio.to_thread(video_duration, video)
     except (RuntimeError, decord.DECORDError, ZeroDivisionError) as error:
@@ -83,6 +85,11 @@ def unreadable_video(video: Path, error: Exception) -> dict:
         f"video unreadable ({type(error).__name__}); regenerate it with "
         f"`snakemake --cores 1 --force {shlex.quote(str(video))}`"
     )
+    return error_documents(reason)
+
+
+def error_documents(reason: str) -> dict:
+    """The judge's documents of an instance it could not judge: an `error`, no calls."""
     status = {"status": "error", "reason": reason}
     score = {**status, **dict.fromkeys(SCORE_KEYS), "calls": 0, "cached_calls": 0, "tokens": {}}
     return {"completeness": status, "rubric": status, "score": score}

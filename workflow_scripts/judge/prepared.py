@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from vgi_models.video import checkpoint_name
-from workflow_scripts.common.layout import frame_store
+from workflow_scripts.common.layout import failed_generation, frame_store
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.judge.frames import VideoFrames, store_path
 from workflow_scripts.judge.protocol import reachable_frames
@@ -38,6 +38,8 @@ def prepare_frames_job(smk) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)
         written = 0
         for video in map(Path, smk.input.videos):
+            if failed_generation(video):  # no video made: the judge records the reason
+                continue
             frames = VideoFrames(video, side)
             jpegs = frames.jpegs(reachable_frames(*frames.clip(), protocol))
             written += store_frames(jpegs, frame_store(folder, video))

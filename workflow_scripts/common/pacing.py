@@ -1,12 +1,13 @@
-"""A rate limit shared by every judge process of a run (`judge.requests_per_minute`,
-`judge.tokens_per_minute`): one quota for the run, however many jobs call at once.
+"""A rate limit shared by every process of a run that calls one API: the judge's
+(`judge.requests_per_minute`, `judge.tokens_per_minute`) and each video API model's
+submissions (`video_api.requests_per_minute`): one quota, however many jobs call at once.
 
 A sliding window in a file: each request sent and each reply's tokens is one line,
 `<unix time> <requests> <tokens>`, and every process reads, prunes and rewrites it under
-an exclusive `fcntl.flock` (judge jobs are local rules: one host). A request waits until
-the last window holds fewer than the limit of requests and of tokens. Tokens are known
-only when a reply comes, so the window may go over its token limit by the tokens of the
-requests in flight when it fills; requests after them wait. A request is counted right
+an exclusive `fcntl.flock` (one host, or a shared file system whose locks work). A
+request waits until the last window holds fewer than the limit of requests and of tokens.
+Tokens are known only when a reply comes, so the window may go over its token limit by the
+tokens of the requests in flight when it fills; requests after them wait. A request is counted right
 before its HTTP request is sent (the backends' request hook: the SDK's own work on it,
 seconds on a loaded host, comes first), and the window is 2 s longer than the quota's
 (`window_s`): slack for the rest of its way to the server. A second, one-second window
@@ -42,6 +43,11 @@ class SharedRateLimit:
         """Waits until one more request fits the limits, and counts it."""
         while (wait := self._add(1, 0)) > 0:
             await asyncio.sleep(wait)
+
+    def acquire_blocking(self) -> None:
+        """`acquire` for synchronous callers (the video APIs' SDK clients)."""
+        while (wait := self._add(1, 0)) > 0:
+            time.sleep(wait)
 
     def spend(self, tokens: int) -> None:
         """Counts a reply's tokens (only where tokens are limited)."""

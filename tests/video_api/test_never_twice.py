@@ -1,0 +1,89 @@
+"""Killed mid-wait, then run again: the doubles count exactly one submission per video."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+from tests.support.fake_video_api import FakeVideoAPI
+from tests.support.video_api_run import KEY_ENV, api_config, submissions_per_video
+from tests.support.workflow import REPO, snakemake
+
+POLLS = 25
+
+
+def start(workdir, config, *args) -> subprocess.Popen:
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
+    with open(workdir / "first.log", "w") as log:
+        return subprocess.Popen([*command, "--configfile", str(path), "--cores", "2", *args],
+                                stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+
+
+def kill_when_polling(process, fake, count: int) -> None:
+    """SIGKILL Snakemake and its jobs once `count` operations exist and each was polled."""
+    deadline = time.monotonic() + 300
+    while len(fake.submissions) < count or any(op.polls_left == POLLS for op in fake.submissions):
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch):
+    """Killed twice mid-wait (the second time a plain rerun), then --rerun-incomplete, then
+    every job forced: exactly one submission per video."""
+    monkeypatch.setenv(KEY_ENV, "test-video-key")
+    with FakeVideoAPI(polls=POLLS) as fake:  # 25 polls of 0.2 s: each job waits ~5 s
+        config = api_config(tmp_path, fake)
+        kill_when_polling(start(tmp_path, config, "generate_all"), fake, 2)
+        states = list((tmp_path / "results" / "resume").glob("*/*/*/*.json"))
+        assert {json.loads(p.read_text())["status"] for p in states} == {"submitted"}
+        killed = [len(fake.submissions)]
+        assert snakemake(tmp_path, config, "--unlock").returncode == 0  # the killed run's lock
+        kill_when_polling(start(tmp_path, config, "generate_all"), fake, killed[0] + 2)
+        killed.append(len(fake.submissions) - killed[0])
+        fake.polls = 2
+        for op in fake.submissions:
+            op.polls_left = min(op.polls_left, 2)
+        assert snakemake(tmp_path, config, "--unlock").returncode == 0
+        result = snakemake(tmp_path, config, "generate_all", "--rerun-incomplete")
+        assert result.returncode == 0, result.stdout[-3000:]
+        per_video = submissions_per_video(fake)
+        assert len(per_video) == 12 and set(per_video.values()) == {1}
+        logs = (tmp_path / "results" / "logs" / "generate_api").rglob("*.log")
+        resumed = [log for log in logs if "resuming operation" in log.read_text()]
+        assert len(resumed) == sum(killed)  # every cut-off job waited on its operation again
+        again = snakemake(tmp_path, config, "generate_all", "--forcerun", "generate_api")
+        assert again.returncode == 0, again.stdout[-3000:]
+        assert len(fake.submissions) == 12  # a forced rerun downloads the same operations
+    print(f"\nkilled with {killed} new operations in flight; {len(fake.submissions)} submissions")
+
+
+def test_an_expired_operation_stops_the_job_until_resubmission_is_allowed(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "test-video-key")
+    with FakeVideoAPI(polls=1000) as fake:
+        config = api_config(tmp_path, fake, timeout_min=0.05)  # 3 s, then the job fails
+        config["benchmark"]["tasks"] = ["maze_square"]
+        config["benchmark"]["levels"] = [1]
+        config["models"] = ["sora2"]
+        first = snakemake(tmp_path, config, "generate_all")
+        assert first.returncode != 0 and "still running after" in first.stdout
+        fake.forget()
+        fake.polls = 1
+        second = snakemake(tmp_path, config, "generate_all")
+        assert second.returncode != 0
+        log = next((tmp_path / "results" / "logs" / "generate_api").rglob("*.log")).read_text()
+        assert "no longer knows operation video_0001" in log and "video_api.resubmit: true" in log
+        assert len(fake.submissions) == 1
+        config["video_api"]["resubmit"] = True
+        third = snakemake(tmp_path, config, "generate_all")
+        assert third.returncode == 0, third.stdout[-3000:]
+        assert len(fake.submissions) == 2

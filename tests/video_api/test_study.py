@@ -1,0 +1,132 @@
+"""A tiny study of Veo 3.1 and Sora 2 (through the doubles) over 6 instances, judged by the
+FakeVLM, to tables, gallery and export; the ledger; settings checked before any job."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import decord
+import pandas as pd
+import pytest
+import yaml
+
+from tests.support.fake_video_api import FakeVideoAPI
+from tests.support.fake_vlm import FakeVLM
+from tests.support.scripted_judge import Judge
+from tests.support.video_api_run import KEY_ENV, MODELS, api_config
+from tests.support.workflow import EXAMPLES, snakemake
+from vgi_models.registry import load_registry
+from workflow_scripts.video_api.ledger import COLUMNS, cost_per_video, read_ledger
+
+REFUSED = "sorting_lv2_002"
+VIDEO_KEY, VLM_KEY = "sk-video-7f3a9c1e", "vlm-key-5b2d8e4f"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("api_study")
+    with (
+        pytest.MonkeyPatch.context() as env,
+        FakeVideoAPI(api_key=VIDEO_KEY) as fake,
+        FakeVLM(Judge(tier=2, violations=[0, 1]), api_key=VLM_KEY) as vlm,
+    ):
+        env.setenv(KEY_ENV, VIDEO_KEY)
+        env.setenv("FAKE_VLM_KEY", VLM_KEY)
+        fake.refuse(EXAMPLES / "sorting" / "input_image" / "lv2" / f"{REFUSED}.png")
+        config = api_config(workdir, fake)
+        config["judge"] = {"enabled": True, "base_url": vlm.url, "api_key_env": "FAKE_VLM_KEY"}
+        result = snakemake(workdir, config)
+        assert result.returncode == 0, result.stdout[-3000:]
+        dry = snakemake(workdir, config, "-n")
+        assert "Nothing to be done" in dry.stdout, dry.stdout[-2000:]
+        yield workdir, config, fake, result.stdout
+
+
+def test_every_instance_is_made_once_judged_tabled_shown_and_exported(study):
+    workdir, _, fake, output = study
+    results = workdir / "results"
+    assert len(fake.submissions) == 12  # 2 models x 6 instances, once each
+    selected = pd.read_csv(results / "instances" / "selected.csv")
+    assert len(selected) == 6
+    for model in MODELS:
+        for row in selected.itertuples():
+            run = results / model / row.task / row.instance
+            meta = json.loads((run / "generation.json").read_text())
+            judged = results / model / row.task / "judge" / row.instance
+            score = json.loads((judged / "score.json").read_text())
+            exported = results / "eval_res" / model / row.task / f"{model}_{row.instance}.mp4"
+            if row.instance == REFUSED:
+                assert meta["status"] == "error" and "safety filter" in meta["reason"]
+                assert score["status"] == "error" and score["final"] is None
+                assert "generation failed: refused" in score["reason"] and score["calls"] == 0
+                assert not exported.exists()
+            else:
+                assert meta["status"] == "ok" and score["status"] == "ok"
+                assert len(decord.VideoReader(str(run / "video.mp4"))) == 4 * fake.fps
+                assert exported.resolve() == (run / "video.mp4").resolve()
+        page = (results / "gallery" / model / "sorting.html").read_text()
+        assert "generation failed: refused" in page and "safety filter" in page
+    errors = pd.read_csv(results / "tables" / "errors.csv").set_index("model")
+    counts = ["selected", "ok", "error", "generation_failed", "transitions_missing"]
+    for model in MODELS:
+        assert errors.loc[model, counts].tolist() == [6, 5, 1, 1, 0]
+    # no checkpoints: no transition rows, and the run says so
+    assert pd.read_csv(results / "tables" / "transitions.csv").empty
+    assert "No transition labels or trajectory tables for veo31, sora2" in output
+    finals = pd.read_csv(results / "tables" / "final_by_domain_level.csv")
+    pooled = finals[(finals["domain"] == "overall") & (finals["level"] == "avg")]
+    assert pooled.set_index("model").loc[list(MODELS), "n"].tolist() == [5, 5]  # never a 0
+
+
+def test_the_ledger_is_price_times_seconds_per_submission(study):
+    workdir, config, fake, _ = study
+    ledger = read_ledger(workdir / "results")
+    assert list(ledger.columns) == COLUMNS and len(ledger) == 12
+    assert set(ledger["operation"]) == {op.id for op in fake.submissions}
+    prices = config["prices"]["video_seconds"]
+    expected = ledger["model_id"].map(prices) * ledger["seconds"]
+    assert (ledger["cost"] - expected).abs().max() < 1e-9
+    assert ledger.groupby("model")["cost"].sum().round(6).to_dict() == {"sora2": 2.4, "veo31": 9.6}
+    registry = load_registry(yaml.safe_load(Path(config["model_registry"]).read_text()))
+    prices = {"video_seconds": prices}
+    assert cost_per_video(registry["veo31"], prices) == pytest.approx(0.40 * 4)
+    assert cost_per_video(registry["sora2"], prices) == pytest.approx(0.10 * 4)
+    print(f"\nledger: {len(ledger)} submissions, {ledger['cost'].sum():.2f} USD")
+
+
+def test_no_key_reaches_a_file_or_the_log(study):
+    workdir, _, fake, output = study
+    assert fake.keys == {VIDEO_KEY}
+    for path in [p for p in workdir.rglob("*") if p.is_file()]:
+        data = path.read_bytes()
+        assert VIDEO_KEY.encode() not in data and VLM_KEY.encode() not in data, path
+    assert VIDEO_KEY not in output and VLM_KEY not in output
+
+
+def test_bad_settings_and_images_are_named_before_any_submission(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, VIDEO_KEY)
+    with FakeVideoAPI(api_key=VIDEO_KEY) as fake:
+        config = api_config(tmp_path, fake)
+        registry = Path(config["model_registry"])
+        entries = yaml.safe_load(registry.read_text())
+        entries["veo31"]["generation"] |= {"resolution": "4k", "duration_seconds": 5}
+        entries["sora2"]["generation"]["size"] = "720x1280"  # portrait: the images are 16:9
+        registry.write_text(yaml.safe_dump(entries))
+        result = snakemake(tmp_path, config, "generate_all")
+        assert result.returncode != 0
+        out = result.stdout
+        assert "generation.resolution: '4k' is not allowed ('720p', '1080p')" in out
+        assert "generation.duration_seconds: 5 is not allowed (4, 6, 8)" in out
+        wrong = "input image is 640x360, which does not fit generation.size '720x1280' of model"
+        assert f"maze_square_lv1_001: {wrong} 'sora2'" in out
+        assert fake.requests == []  # nothing was sent
+
+
+def test_a_missing_key_is_named_before_any_job(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with FakeVideoAPI(api_key=VIDEO_KEY) as fake:
+        result = snakemake(tmp_path, api_config(tmp_path, fake), "generate_all")
+        assert result.returncode != 0
+        assert f"${KEY_ENV} (the API key of veo31, sora2, named by api_key_env" in result.stdout
+        assert fake.requests == [] and not (tmp_path / "results" / "veo31").exists()

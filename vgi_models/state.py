@@ -1,0 +1,48 @@
+"""State kept outside a job's outputs, which Snakemake deletes when a job fails.
+
+A job that must not lose its work when it is cut off (a resumable denoising, a paid video
+API operation) keeps a state file in its own folder, `<outdir>/resume/<run>/<task>/<instance>/`,
+named by a digest of everything that decides the job's output (`state_key`), so that a
+changed setting never picks up a stale state. Writes are atomic: a temporary file in the
+same folder, flushed to disk, then renamed over the state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+
+def state_key(**decides) -> str:
+    """A digest of everything that decides the output (settings, prompt, image, versions)."""
+    return hashlib.sha256(json.dumps(decides, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def write_atomic(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
+    """`write(handle)` into a temporary file beside `path`, synced, then renamed to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def remove_state(path: str | Path) -> None:
+    """The job is done: its state goes, with the empty folders above it."""
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # up to the first folder still in use
+        os.removedirs(path.parent)

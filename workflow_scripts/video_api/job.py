@@ -1,0 +1,103 @@
+"""The body of rule `generate_api`: one API model's video of one instance.
+
+The settings that decide the video come as params (`settings`: the registry entry's
+provider, model id and generation; `prompt`); how it is reached (the key's variable, the
+endpoint) is read from the registry when the job starts, and how it is paced, polled and
+whether it may resubmit from the config (`video_api`): none of them reruns a job. The
+outputs: `video.mp4` and `generation.json` with `status: ok`; or, where the provider
+refused or failed the generation, an empty `video.mp4` and `generation.json` with
+`status: error` and the provider's reason (a finished result: the judge records it as the
+instance's error, the tables count it as a failed generation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from vgi_models.registry import API_FIELDS, load_registry
+from vgi_models.state import state_key, write_atomic
+from workflow_scripts.common.files import write_json
+from workflow_scripts.common.layout import parse_run_key, run_folder
+from workflow_scripts.common.logs import job_log
+from workflow_scripts.common.pacing import SharedRateLimit
+from workflow_scripts.video_api.client import Retry, ServiceError, provider
+from workflow_scripts.video_api.ledger import record
+from workflow_scripts.video_api.operation import NotResumable, Operation
+from workflow_scripts.video_api.settings import resolution_of, seconds_of
+
+FAILURE = "Video API failure: "
+RESUME = "resume"  # the state folder under the outdir, shared with resumable generate jobs
+
+
+def api_spec(run: str, settings: str, registry: str):
+    """The run's model: the params' settings, with how it is reached from the registry."""
+    model = parse_run_key(run)[0]
+    entry = json.loads(settings)
+    with open(registry, encoding="utf-8") as handle:
+        own = yaml.safe_load(handle)[model]
+    entry |= {name: own.get(name) for name in API_FIELDS if name not in entry}
+    return load_registry({model: entry})[model]
+
+
+def fail(message: str) -> None:
+    """End the job: the message in its log and in Snakemake's output, exit status 1."""
+    print(f"{FAILURE}{message}", file=sys.stderr)
+    sys.exit(f"{FAILURE}{message}")
+
+
+def generate_api_job(smk) -> None:
+    """Rule `generate_api`: submit (at most once), wait, download; see the module."""
+    config, video = smk.config, Path(smk.output.video)
+    run, task, instance = video.parts[-4:-1]
+    spec = api_spec(run, smk.params.settings, config["model_registry"])
+    options = config["video_api"]
+    outdir = config["outdir"]
+    logging.getLogger("workflow_scripts.video_api").setLevel(logging.INFO)  # submit, resume
+    with job_log(smk):
+        key = os.environ.get(spec.api_key_env, "").strip()
+        if not key:
+            fail(f"${spec.api_key_env} (the key of model {spec.key!r}) is not set")
+        image, prompt = Path(smk.input.image), smk.params.prompt
+        image_sha = hashlib.sha256(image.read_bytes()).hexdigest()
+        digest = state_key(settings=spec.settings(), prompt=prompt, image=image_sha)
+        state = run_folder(Path(outdir) / RESUME, run, task, instance) / f"{digest}.json"
+        limit = (options["requests_per_minute"] or {}).get(spec.model_id)
+        pace = limit and SharedRateLimit(Path(outdir) / RESUME / f"rate_{spec.model_id}", limit)
+        client = provider(spec, key, pace)
+        started = time.perf_counter()
+        try:
+            operation = Operation(state, client, options["resubmit"])
+            outcome = operation.run(
+                image, prompt,
+                lambda op: record(outdir, spec, run, task, instance, op, config["prices"]),
+                options["poll_s"], options["timeout_min"] * 60,
+            )  # fmt: skip
+        except (NotResumable, ServiceError, Retry, TimeoutError) as error:
+            fail(f"{instance} ({spec.key}): {error}")
+        finally:
+            client.close()
+        write_atomic(video, lambda out: out.write(outcome.video or b""))
+        meta = {
+            "model": spec.key,
+            "status": "ok" if outcome.ok else "error",
+            **({} if outcome.ok else {"reason": outcome.reason}),
+            "settings": spec.settings(),
+            "image": str(image),
+            "prompt": prompt,
+            "operation": operation.state["operation"],
+            "submitted_at": operation.state["submitted_at"],
+            "submissions": operation.submissions,  # by this attempt: 0 when it resumed
+            "seconds_of_video": seconds_of(spec.provider, spec.generation),
+            "resolution": resolution_of(spec.provider, spec.generation),
+            "seconds": {"wait": round(time.perf_counter() - started, 3)},
+        }
+        write_json(smk.output.meta, meta)
+        print(json.dumps({"status": meta["status"], "operation": meta["operation"]}))

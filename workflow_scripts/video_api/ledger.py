@@ -1,0 +1,78 @@
+"""The cost ledger: one record per submission to a video API, never rewritten.
+
+Each submission is its own file, `<outdir>/ledger/<run>/<task>/<instance>/<time>.json`
+(written atomically the moment the provider answers an operation id), so concurrent jobs
+never share a file and a rerun that resumes an operation adds nothing. Its cost is the
+price table's (`prices.video_seconds`, by provider model id, one price or prices by
+resolution or size) times the seconds of video asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.common.files import write_json
+from workflow_scripts.video_api.settings import resolution_of, seconds_of
+
+LEDGER = "ledger"
+COLUMNS = [
+    "provider", "model", "model_id", "operation", "task", "instance", "submitted_at",
+    "seconds", "resolution", "price_per_second", "cost",
+]  # fmt: skip
+
+
+def price_per_second(model_id: str, resolution: str, prices: dict) -> float:
+    """The price table's price of one second of `model_id` at `resolution` (NaN: none)."""
+    price = (prices.get("video_seconds") or {}).get(model_id)
+    if isinstance(price, dict):
+        price = price.get(resolution)
+    return math.nan if price is None else float(price)
+
+
+def cost_per_video(spec, prices: dict) -> float:
+    """What one video of API model `spec` (a registry ModelSpec) costs under `prices` (the
+    config's `prices`): price per second x seconds asked for; NaN when it is not priced."""
+    provider, generation = spec.provider, spec.generation
+    price = price_per_second(spec.model_id, resolution_of(provider, generation), prices)
+    return price * seconds_of(provider, generation)
+
+
+def record(outdir: str | Path, spec, run: str, task: str, instance: str, operation: str,
+           prices: dict) -> dict:  # fmt: skip
+    """Write the ledger's record of one submission; returns it."""
+    provider, generation = spec.provider, spec.generation
+    resolution, seconds = resolution_of(provider, generation), seconds_of(provider, generation)
+    price = price_per_second(spec.model_id, resolution, prices)
+    now = datetime.now(timezone.utc)
+    entry = {
+        "provider": provider,
+        "model": run,
+        "model_id": spec.model_id,
+        "operation": operation,
+        "task": task,
+        "instance": instance,
+        "submitted_at": now.isoformat(timespec="milliseconds"),
+        "seconds": seconds,
+        "resolution": resolution,
+        "price_per_second": None if math.isnan(price) else price,
+        "cost": None if math.isnan(price) else round(price * seconds, 6),
+        "currency": prices.get("currency", "USD"),
+    }
+    name = now.strftime("%Y%m%dT%H%M%S%fZ") + ".json"
+    write_json(Path(outdir) / LEDGER / run / task / instance / name, entry)
+    return entry
+
+
+def read_ledger(outdir: str | Path) -> pd.DataFrame:
+    """Every submission of the run under `outdir`, one row each (COLUMNS), oldest first."""
+    rows = [
+        json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted((Path(outdir) / LEDGER).glob("*/*/*/*.json"))
+    ]
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return table.sort_values("submitted_at", kind="stable").reset_index(drop=True)

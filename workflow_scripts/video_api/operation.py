@@ -1,0 +1,133 @@
+"""One paid video, asked for at most once: the operation kept outside the job's outputs.
+
+The state of an instance's operation is a JSON file in the job's state folder
+(`vgi_models.state`: `<outdir>/resume/<run>/<task>/<instance>/<digest>.json`, the digest of
+the settings, prompt and image, as a resumable generate job keeps its denoising), written
+atomically at each turn:
+
+1. `submitting`, before the request goes out; then `submitted` with the provider's
+   operation id as soon as it answers (and the ledger's record), before any waiting.
+2. A rerun (a killed job, `--rerun-incomplete`, a SLURM requeue) finds `submitted` and
+   waits on the same operation; `done` (kept) and it downloads again (a forced rerun).
+3. A `submitting` left behind (the job died while the request was out, so nobody knows
+   whether the provider took it) or an operation the provider no longer knows (expired)
+   stops the job with a message; only `resubmit` (the user's `video_api.resubmit: true`)
+   submits again, as it does for a forced rerun of a refused or failed one. A request the
+   provider answered with 429 or 5xx, or that never connected, was not taken: it is sent
+   again after the server's hint or a backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from vgi_models.state import write_atomic
+from workflow_scripts.video_api.client import Outcome, Retry, UnknownOperation
+
+log = logging.getLogger(__name__)
+
+SUBMIT_ATTEMPTS = 6
+BACKOFF_S = (2.0, 60.0)  # first wait and cap, doubling
+
+
+class NotResumable(Exception):
+    """The operation cannot be resumed and resubmitting needs the user's word."""
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Operation:
+    """The operation of one instance: `state` is its file's content (None: never asked)."""
+
+    def __init__(self, path: Path, provider, resubmit: bool = False) -> None:
+        self.path, self.provider, self.resubmit = Path(path), provider, resubmit
+        self.state = json.loads(self.path.read_text()) if self.path.exists() else None
+        self.submissions = 0  # by this attempt
+
+    def _save(self, **state) -> None:
+        self.state = state
+        write_atomic(self.path, lambda out: out.write(json.dumps(state, indent=1).encode()))
+
+    def run(self, image: Path, prompt: str, on_submit: Callable[[str], None], poll_s: float,
+            timeout_s: float) -> Outcome:  # fmt: skip
+        """The finished operation's outcome, submitting first only where allowed."""
+        status = self.state and self.state["status"]
+        if status == "submitting" and not self.resubmit:
+            raise NotResumable(
+                f"a submission started at {self.state['since']} never got its operation id "
+                "back (the job ended while the request was out): the provider may have taken "
+                "it. Check the provider's console; set video_api.resubmit: true to submit again"
+            )
+        retry = status == "done" and self.state["outcome"] != "ok" and self.resubmit
+        if status in (None, "submitting") or retry:  # retry: a refused or failed one, forced
+            self._submit(image, prompt, on_submit)
+        else:
+            log.info("resuming operation %s (%s)", self.state["operation"], status)
+        try:
+            outcome = self._wait(poll_s, timeout_s)
+        except UnknownOperation as error:
+            if not self.resubmit:
+                raise NotResumable(
+                    f"the provider no longer knows operation {self.state['operation']} "
+                    f"(submitted {self.state['submitted_at']}; {error}): it expired or was "
+                    "removed. Set video_api.resubmit: true to submit again (paid again)"
+                ) from None
+            log.warning(
+                "operation %s unknown (%s): submitting again", self.state["operation"], error
+            )
+            self._submit(image, prompt, on_submit)
+            outcome = self._wait(poll_s, timeout_s)
+        self._save(**self.state | {"status": "done", "finished_at": now(),
+                                   "outcome": "ok" if outcome.ok else outcome.reason})  # fmt: skip
+        return outcome
+
+    def _submit(self, image: Path, prompt: str, on_submit: Callable[[str], None]) -> None:
+        self._save(status="submitting", since=now())
+        for attempt in range(SUBMIT_ATTEMPTS):
+            try:
+                operation = self.provider.submit(image, prompt)
+                break
+            except Retry as error:
+                if error.unsure:
+                    raise  # the request went out and no answer came: `submitting` stays
+                if attempt == SUBMIT_ATTEMPTS - 1:
+                    self.path.unlink()  # never taken: nothing to resume
+                    raise
+                wait = error.after or min(BACKOFF_S[0] * 2**attempt, BACKOFF_S[1])
+                log.warning("submission not taken (%s); again in %.1f s", error, wait)
+                time.sleep(wait)
+            except Exception:
+                self.path.unlink()  # refused outright (a bad request or key): never taken
+                raise
+        self._save(status="submitted", operation=operation, submitted_at=now())
+        self.submissions += 1
+        log.info("submitted: operation %s", operation)
+        on_submit(operation)
+
+    def _wait(self, poll_s: float, timeout_s: float) -> Outcome:
+        operation, deadline, failures = self.state["operation"], time.monotonic() + timeout_s, 0
+        while True:
+            try:
+                outcome = self.provider.check(operation)
+                failures = 0
+            except Retry as error:
+                failures += 1
+                outcome, wait = None, error.after or min(poll_s * 2**failures, BACKOFF_S[1])
+                log.warning("polling %s: %s; again in %.1f s", operation, error, wait)
+            else:
+                wait = poll_s
+            if outcome is not None:
+                return outcome
+            if time.monotonic() + wait > deadline:
+                raise TimeoutError(
+                    f"operation {operation} still running after {timeout_s / 60:g} min "
+                    "(video_api.timeout_min); a rerun waits on it again"
+                )
+            time.sleep(wait)
