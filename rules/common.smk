@@ -15,9 +15,9 @@ from workflow_scripts.benchmark.coverage import narrower_run_note
 from workflow_scripts.benchmark.instances import TASK_NAME
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
+from workflow_scripts.common.keys import missing_key_error
 from workflow_scripts.common.layout import DEFAULT_CONDITION, STAGES, judge_folder
 from workflow_scripts.judge.checkpoints import checkpoint_steps
-from workflow_scripts.judge.keys import missing_key_error
 from workflow_scripts.judge.settings import (
     MAIN,
     frame_params,
@@ -332,46 +332,27 @@ def judge_enabled():
     return enabled
 
 
-def check_api_keys():
-    """A video API model with videos left to make needs its key: an error naming the
-    variable before any job (no key is needed once every video of its runs exists)."""
-    missing = {}
-    for key in API_RUNS:
-        spec = STUDY.models[RUNS[key][0]]
-        if os.environ.get(spec.api_key_env, "").strip():
-            continue
-        rows = ROWS[RUNS[key][1]]["task"].items()
-        if not all(os.path.exists(f"{OUT}/{key}/{t}/{i}/video.mp4") for i, t in rows):
-            missing.setdefault(spec.api_key_env, []).append(spec.key)
-    if missing:
-        raise WorkflowError(
-            "; ".join(
-                f"${name} (the API key of {', '.join(dict.fromkeys(models))}, named by "
-                "api_key_env in the model registry) is not set"
-                for name, models in missing.items()
-            )
-        )
-
-
-if workflow.is_main_process:
-    check_api_keys()
-
-
 def judge_targets(targets):
     """`targets` when the VLM stages run, else none."""
     return targets if judge_enabled() else []
 
 
 def check_api_keys():
-    """At the start of a run (the DAG known, no job started): every VLM job about to run (a
-    `judge_api` job) has its judge's API key; else an error naming the variable and the
-    targets, before anything runs."""
-    keys = {name: s["api_key_env"] for name, s in judge_configs(config).items()}
+    """At the start of a run (the DAG known, no job started): every job about to call an
+    API has its key (a VLM job, `judge_api`: its judge's; a video API job, `video_api`: its
+    model's); else an error naming the variable and the targets, before anything runs."""
+    judges = {name: s["api_key_env"] for name, s in judge_configs(config).items()}
+
+    def variable(job):
+        if "video_api" in job.rule.resources:
+            return STUDY.models[RUNS[job.wildcards.model][0]].api_key_env
+        return judges[job.wildcards.get("judge", MAIN)]
+
     error = missing_key_error(
         (
-            (job.rule.name, keys[job.wildcards.get("judge", MAIN)])
+            (job.rule.name, variable(job))
             for job in workflow.dag.needrun_jobs()
-            if "judge_api" in job.rule.resources
+            if {"judge_api", "video_api"} & set(job.rule.resources)
         ),
         workflow.dag_settings.targets,
         os.environ,

@@ -128,5 +128,6 @@ def test_a_missing_key_is_named_before_any_job(tmp_path, monkeypatch):
     with FakeVideoAPI(api_key=VIDEO_KEY) as fake:
         result = snakemake(tmp_path, api_config(tmp_path, fake), "generate_all")
         assert result.returncode != 0
-        assert f"${KEY_ENV} (the API key of veo31, sora2, named by api_key_env" in result.stdout
+        needs = "target generate_all needs it for 12 generate_api jobs (API calls)."
+        assert f"${KEY_ENV} is not set: {needs}" in result.stdout
         assert fake.requests == [] and not (tmp_path / "results" / "veo31").exists()

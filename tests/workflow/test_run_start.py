@@ -25,13 +25,13 @@ def _child_cpu() -> float:
             "tables",
             None,
             "$GEMINI_API_KEY is not set: target tables needs it for 4 judge jobs, "
-            "4 label_transitions jobs (VLM calls).",
+            "4 label_transitions jobs (API calls).",
         ),
         (
             "judges_all",
             {"qwen": {**VARIANT, "api_key_env": "VGI_TEST_VARIANT_KEY"}},
             "$VGI_TEST_VARIANT_KEY is not set: target judges_all needs it for "
-            "4 judge_variant jobs (VLM calls).",
+            "4 judge_variant jobs (API calls).",
         ),
     ],
 )

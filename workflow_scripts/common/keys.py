@@ -1,4 +1,5 @@
-"""The API keys a run's VLM jobs read, checked once the DAG is known and before any job runs."""
+"""The API keys a run's jobs read (the VLM judge's, a video API's), checked once the DAG is
+known and before any job runs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ def missing_key_error(
 ) -> str | None:
     """The error for the jobs whose key variable is unset, or None when every one is set.
 
-    `jobs`: (rule name, key variable) for each VLM job about to run; `targets`: what was
+    `jobs`: (rule name, key variable) for each API-calling job about to run; `targets`: what was
     asked for (the message names them, since the rules needing a key come in through them).
     """
     missing: dict[str, Counter] = defaultdict(Counter)
@@ -24,14 +25,14 @@ def missing_key_error(
     lines = [
         f"${variable} is not set: target {asked} needs it for "
         + ", ".join(f"{n} {rule} job{'s' * (n > 1)}" for rule, n in sorted(jobs_of.items()))
-        + " (VLM calls)."
+        + " (API calls)."
         for variable, jobs_of in sorted(missing.items())
     ]
     return "\n".join(
         [
             *lines,
             "Nothing was run. Export the key (its variable is named by judge.api_key_env, "
-            "or a variant's api_key_env), or ask for targets without the judge "
-            "(generate_all, gallery, export_official_all).",
+            "a variant's api_key_env, or a video API model's api_key_env in the registry), "
+            "or ask for targets without the judge (generate_all, gallery, export_official_all).",
         ]
     )
