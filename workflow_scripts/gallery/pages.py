@@ -173,6 +173,13 @@ def index_row(runs: list[Run], page: Path, index: Path) -> str:
     return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
 
 
+# The run's progress and costs beside the gallery (workflow_scripts.study), under the outdir.
+STUDY_LINKS = (
+    '<p>The run: <a href="../status.html">status</a>, '
+    '<a href="../tables/costs.csv">costs</a> (tables/costs.csv, written when a run ends).</p>'
+)
+
+
 def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list[Path]:
     """`index.html`, `<model>/<task>.html` and the input thumbnails in `folder`; returns the
     pages written. `tasks`: by instance, its `image` (path), `prompt`, `goal`, `checklist`."""
@@ -194,7 +201,7 @@ def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list
         rows[model].append(index_row(group, page, index))
     columns = ("task", "instances", "judged", "mean final", "errors")
     header = "<tr>" + "".join(f"<th>{column}</th>" for column in columns) + "</tr>"
-    body = "".join(
+    body = STUDY_LINKS + "".join(
         f"<h2>{escape(model)}</h2><table>{header}{''.join(lines)}</table>"
         for model, lines in rows.items()
     )
