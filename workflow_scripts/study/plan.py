@@ -25,12 +25,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts.common.layout import run_folder
+from workflow_scripts.common.layout import MAIN, run_folder
 from workflow_scripts.judge.frames import samples
 from workflow_scripts.judge.protocol import windows
 from workflow_scripts.judge.settings import Protocol
 from workflow_scripts.study.costs import stage_spent
-from workflow_scripts.study.documents import LABELS, Documents, Study, generation_seconds
+from workflow_scripts.study.documents import (
+    CHECKPOINTS,
+    LABELS,
+    Documents,
+    Study,
+    generation_seconds,
+)
 from workflow_scripts.study.sources import token_cost, video_price
 
 COLUMNS = ["model", "videos_done", "videos_left", "gpu_hours_left", "calls_left",
@@ -63,9 +69,9 @@ def estimate(study: Study, stage: str, run, clip: tuple[int, float]) -> tuple[fl
     """(calls, images) per video of `stage`, from the protocol."""
     if stage == LABELS:
         return len(study.pairs), len(study.pairs) * (2 * study.frames_per_checkpoint + 1)
-    protocol = Protocol(**study.judges[stage if stage in study.judges else "main"]["protocol"])
+    protocol = Protocol(**study.judges[stage if stage in study.judges else MAIN]["protocol"])
     calls, images = judge_calls(*clip, protocol)
-    repeat = len(study.checkpoints) if stage == "checkpoints" else 1
+    repeat = len(study.checkpoints) if stage == CHECKPOINTS else 1
     return calls * repeat, images * repeat
 
 
@@ -114,7 +120,11 @@ def per_call(study: Study, docs: Documents) -> dict:
 
 def plan_row(study: Study, run, prices: Mapping, docs: Documents, measured: dict) -> dict:
     """The plan of one run key (`measured`: tokens per call by stage, `per_call`)."""
-    made = [i for i in run.instances if docs.read(study.generation(run, i)) is not None]
+    made = [
+        instance
+        for instance in run.instances
+        if not run.generates or docs.read(study.generation(run, instance)) is not None
+    ]  # videos made elsewhere: nothing to make
     done, left = len(made), len(run.instances) - len(made)
     hours = seconds_per_video(study, run, docs) / 3600 if run.generates else 0.0
     price = video_price(run, hours, prices)
@@ -144,21 +154,23 @@ def plan_row(study: Study, run, prices: Mapping, docs: Documents, measured: dict
         "calls_left": calls,
         "tokens_left": tokens,
         "cost_left": sum(priced) if priced else None,
-        "disk_gb": disk_bytes(study, run, made, left) / 1e9,
+        "disk_gb": disk_bytes(study, run, made) / 1e9,
     }
 
 
-def disk_bytes(study: Study, run, made: list, left: int) -> float:
-    """The run's videos (checkpoints included) and documents once finished: measured over
-    the videos made, else from the clip's pixels at BITS_PER_PIXEL."""
-    folders = [run_folder(study.outdir, run.key, run.instances[i], i) for i in made]
-    sizes = [folder_bytes(folder) for folder in folders]
+def disk_bytes(study: Study, run, made: list) -> float:
+    """The run's folders once finished (video, checkpoint videos, documents): measured over
+    the videos made, else from the clip's pixels at BITS_PER_PIXEL; videos made elsewhere:
+    the size of one of them, for each."""
+    if not run.generates:
+        return len(run.instances) * Path(run.sample_video).stat().st_size
+    sizes = [folder_bytes(run_folder(study.outdir, run.key, run.instances[i], i)) for i in made]
     if sizes:
-        return sum(sizes) + left * statistics.fmean(sizes)
+        return sum(sizes) + (len(run.instances) - len(sizes)) * statistics.fmean(sizes)
     frames, _ = clip(run)
-    videos = 1 + (len(study.steps) * (2 if study.decode == "both" else 1) if run.generates else 0)
+    videos = 1 + len(study.steps) * (2 if study.decode == "both" else 1)
     pixels = frames * (run.width or 1280) * (run.height or 720)
-    return left * videos * pixels * BITS_PER_PIXEL / 8
+    return len(run.instances) * videos * pixels * BITS_PER_PIXEL / 8
 
 
 def plan_table(study: Study, prices: Mapping, docs: Documents | None = None) -> pd.DataFrame:
@@ -173,7 +185,7 @@ def plan_table(study: Study, prices: Mapping, docs: Documents | None = None) -> 
         rows[column] = rows[column].astype(int)
     rows["calls_left"] = rows["calls_left"].map(math.ceil)
     rows["tokens_left"] = rows["tokens_left"].map(round)
-    for column, digits in (("gpu_hours_left", 2), ("cost_left", 2), ("disk_gb", 3)):
+    for column, digits in (("gpu_hours_left", 4), ("cost_left", 2), ("disk_gb", 3)):
         rows[column] = pd.to_numeric(rows[column]).round(digits)
     return rows
 

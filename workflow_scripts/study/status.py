@@ -108,7 +108,7 @@ def page(table: pd.DataFrame, errors: pd.DataFrame, written: str) -> str:
         "<title>Study status</title>",
         "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
         "td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}"
-        "td:nth-child(-n+2),#errors td{text-align:left}tr:last-child{font-weight:bold}"
+        "td:nth-child(-n+2),#errors td,#errors th{text-align:left}tr:last-child{font-weight:bold}"
         "#errors tr:last-child{font-weight:normal}code{font-size:90%}</style></head><body>",
         "<h1>Study status</h1>",
         f"<p>Written {html.escape(written)}; reloads every 30 s. Running now: "
