@@ -119,8 +119,10 @@ def spent(document: dict) -> dict:
     for part in parts:
         tokens = part.get("tokens") or {}
         prompt = tokens.get("prompt", 0)
-        output = tokens.get("total", 0) - prompt if tokens.get("total") else (
-            tokens.get("candidates", 0) + tokens.get("thoughts", 0)
+        output = (
+            tokens.get("total", 0) - prompt
+            if tokens.get("total")
+            else (tokens.get("candidates", 0) + tokens.get("thoughts", 0))
         )
         total["calls"] += part.get("calls", 0)
         total["cached_calls"] += part.get("cached_calls", 0)

@@ -191,12 +191,18 @@ def plan_table(study: Study, prices: Mapping, docs: Documents | None = None) -> 
 
 
 def plan_job(smk) -> None:
-    """Rule `plan`: write `<outdir>/plan.csv` and print it."""
+    """Rule `plan`: write `<outdir>/plan.csv`, print it (and into the job's log)."""
     study = Study.from_dict(smk.params.study)
     table = plan_table(study, smk.params.prices)
     path = Path(study.outdir) / "plan.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(path, index=False)
     currency = smk.params.prices.get("currency", "")
-    print(f"\nThe study's plan ({path}; cost_left in {currency}, empty: not priced):\n")
-    print(table.to_string(index=False, na_rep=""), flush=True)
+    text = (
+        f"\nThe study's plan ({path}; cost_left in {currency}, empty: not priced):\n\n"
+        + table.to_string(index=False, na_rep="")
+        + "\n"
+    )
+    print(text, flush=True)
+    Path(smk.log[0]).parent.mkdir(parents=True, exist_ok=True)
+    Path(smk.log[0]).write_text(text, encoding="utf-8")
