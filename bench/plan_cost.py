@@ -32,7 +32,7 @@ import yaml
 from dag_scale import OVERLAP, REPO, TAXONOMY, build_benchmark, snakemake
 
 MODELS = ["wan22_i2v_a14b", "wan21_i2v_14b", "hunyuan15_i2v", "ltx23_i2v", "vbvr_wan22"]
-RUNS = {"dry run": ["-n", "--quiet"], "plan": ["plan"], "plan -n": ["-n", "--quiet", "plan"]}
+RUNS = {"dry run": ["-n", "--quiet"], "plan": ["plan"], "plan -n": ["plan", "-n", "--quiet"]}
 
 
 def write_config(tmp: Path) -> Path:

@@ -24,8 +24,9 @@ import pytest
 import yaml
 from selenium.webdriver.common.by import By
 
+from tests.study.scripted import OnePerWindow
 from tests.support.fake_vlm import FakeVLM
-from tests.support.scripted_judge import Judge, Transitioner, checkpoint_frames, frames_of, kind
+from tests.support.scripted_judge import Transitioner, checkpoint_frames, kind
 from tests.support.workflow import REPO, default_config, snakemake
 from vgi_models.video import write_video
 from workflow_scripts.judge.frames import encode_image
@@ -37,17 +38,6 @@ PRICES = {
     "gpu_hour": 2.0,
     "tokens": {"fake-a": {"input": 0.5, "output": 3.0}, "fake-b": {"input": 1.0, "output": 4.0}},
 }
-
-
-class OnePerWindow(Judge):
-    """A scripted judge nominating one frame per round-1 window (its middle one)."""
-
-    def __call__(self, received):
-        reply = super().__call__(received)
-        if kind(received) == "window1":
-            shown = [index for index, _ in frames_of(received)]
-            reply["frames_to_inspect_closely"] = [shown[len(shown) // 2]]
-        return reply
 
 
 def failing(responder, instance: str, pair=(20, 40)):
@@ -151,6 +141,8 @@ def study(tmp_path_factory, browser):
         facts["requests"] = len(fake.requests)
         facts["sent"] = {model: sent_calls(out, model) for model in ("tiny_wan22", "ext")}
         facts["expected_costs"] = independent_costs(out)
+        tokens = facts["expected_costs"].groupby("model")[["input_tokens", "output_tokens"]].sum()
+        facts["tokens"] = tokens.sum(axis=1).to_dict()
         facts["status"] = pd.read_csv(out / "status.csv")
         facts["costs"] = pd.read_csv(out / "tables" / "costs.csv")
         facts["log"] = (tmp / "run.log").read_text()
@@ -187,7 +179,9 @@ def test_the_plan_made_before_the_run_within_10_percent_of_the_calls_sent(study)
     plan, sent = study["plan_before"], study["sent"]
     assert sum(sent.values()) == study["requests"]  # the documents hold every request sent
     for model, calls in sent.items():
-        print(f"{model}: planned {plan.loc[model, 'calls_left']} calls, sent {calls}")
+        tokens = study["tokens"][model]
+        print(f"{model}: planned {plan.loc[model, 'calls_left']} calls, sent {calls}; "
+              f"tokens planned {plan.loc[model, 'tokens_left']}, recorded {tokens}")  # fmt: skip
         assert abs(plan.loc[model, "calls_left"] - calls) <= 0.10 * calls
     assert plan.loc["tiny_wan22", "videos_left"] == 4 and plan.loc["ext", "videos_left"] == 0
     assert plan.loc["ext", "gpu_hours_left"] == 0 and plan.loc["ext", "videos_done"] == 4

@@ -9,9 +9,10 @@ their price at `prices`; the disk the run takes once finished.
 Calls per video: measured (calls and cache hits per document of that run and stage) where
 documents exist, else derived from the judge protocol at the clip's length and rate
 (`judge_calls`): completeness 1 call; round 1 one call per window of its frames; round 2
-ROUND2_PER_WINDOW windows per round-1 window (an estimate: it follows the judge's
-nominations); the verdict 1 call; a transition label 1 call per checkpoint pair; judge
-variants and judged checkpoints repeat the judge's calls. Tokens per call: measured per
+ROUND2_PER_WINDOW windows per round-1 call (an estimate: it follows the judge's
+nominations; all at once: one call per nominated interval); the verdict 1 call; a
+transition label 1 call per checkpoint pair; judge variants and judged checkpoints repeat
+the judge's calls. Tokens per call: measured per
 stage over the study's documents, else IMAGE_TOKENS per image sent plus TEXT_TOKENS in and
 OUTPUT_TOKENS out per call.
 """
@@ -58,8 +59,10 @@ def judge_calls(frames: int, fps: float, p: Protocol) -> tuple[float, float]:
     calls, images = 1 + first_calls + 1, shown + 1 + first + len(cut) * p.overlap + first_calls
     if p.sampling != "even":  # round 2: an interval of 2 x radius around each nominated frame
         interval = round(2 * p.radius * p.round2_fps) + 1
-        per = len(windows(range(interval), p.window, p.overlap))
-        second = ROUND2_PER_WINDOW * len(cut) * per
+        per = (
+            1 if p.batching == "all_at_once" else len(windows(range(interval), p.window, p.overlap))
+        )
+        second = ROUND2_PER_WINDOW * first_calls * per  # one nominated moment per call
         calls += second
         images += second * (min(interval, p.window) + 1)
     return calls, images
