@@ -368,6 +368,7 @@ def study_description():
             "height": generation.get("height"),
             "runtime_min": spec.resources.get("runtime"),
             "sample_video": next(iter(STUDY.videos.get(model, {}).values()), None),
+            "entry": REGISTRY[model],
         }
     judges = {
         name: {"model": judge["model"], "protocol": judge.get("protocol") or {}}

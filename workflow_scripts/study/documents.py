@@ -48,6 +48,7 @@ class Run:
     height: int | None = None
     runtime_min: float | None = None  # registry resources.runtime (minutes on an H20)
     sample_video: str | None = None  # one of its videos (made elsewhere: frames and fps)
+    entry: dict = field(default_factory=dict)  # its registry entry (what a video costs)
 
     @property
     def generates(self) -> bool:

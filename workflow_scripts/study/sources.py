@@ -1,8 +1,9 @@
 """What making a model's videos costs, by how they are made (the registry's `source`).
 
-One function per question, one branch per kind of source: a model the workflow runs on a
-GPU pays GPU-hours at `prices.gpu_hour` (None: not priced); a model whose videos were made
-elsewhere (`source: videos`) has nothing to make.
+One function per question, one branch per kind of source (`run.source`; `run.entry` is
+the model's registry entry): a model the workflow runs on a GPU pays GPU-hours at
+`prices.gpu_hour` (None: not priced); a model whose videos were made elsewhere
+(`source: videos`) has nothing to make.
 """
 
 from __future__ import annotations
