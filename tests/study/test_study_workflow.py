@@ -248,6 +248,8 @@ def test_costs_equal_the_sums_over_the_documents(study):
     for column in ("gpu_hours", "cost"):
         assert np.allclose(merged[column], merged[f"{column}_expected"], atol=1e-5), column
     assert merged["calls"].sum() == study["requests"] and merged["calls"].gt(0).sum() == 6
+    index = (study["out"] / "gallery" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../tables/costs.csv"' in index and 'href="../status.html"' in index
     print(costs.to_string(index=False))
 
 

@@ -173,10 +173,12 @@ def index_row(runs: list[Run], page: Path, index: Path) -> str:
     return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
 
 
-# The run's progress and costs beside the gallery (workflow_scripts.study), under the outdir.
+# The run's progress and costs beside the gallery (workflow_scripts.study, under the
+# outdir): written by the run itself (the costs when it ends), not by the gallery job.
+STUDY_FILES = {"status": "../status.html", "costs": "../tables/costs.csv"}
 STUDY_LINKS = (
-    '<p>The run: <a href="../status.html">status</a>, '
-    '<a href="../tables/costs.csv">costs</a> (tables/costs.csv, written when a run ends).</p>'
+    f'<p>The run: <a href="{STUDY_FILES["status"]}">status</a>, '
+    f'<a href="{STUDY_FILES["costs"]}">costs</a> (tables/costs.csv, written when a run ends).</p>'
 )
 
 
