@@ -156,21 +156,19 @@ class StatusWriter(logging.Handler):
         self.active = False  # a job other than the plan has run
 
     def emit(self, record: logging.LogRecord) -> None:
+        # self.jobs is replaced, never changed in place: a timer's write reads it meanwhile
         event = getattr(record, "event", None)
         if event == LogEvent.JOB_INFO and record.rule_name != "plan":
             self.active = True
-            self.jobs[record.jobid] = {
-                "rule": record.rule_name,
-                "wildcards": dict(record.wildcards or {}),
-                "state": "running",
-                "target": str(record.output[0]).split(" (")[0] if record.output else "",
-                "reason": "",
-            }
+            target = str(record.output[0]).split(" (")[0] if record.output else ""
+            job = {"rule": record.rule_name, "wildcards": dict(record.wildcards or {})}
+            job.update(state="running", target=target, reason="")
+            self.jobs = {**self.jobs, record.jobid: job}
         elif event == LogEvent.JOB_FINISHED and record.job_id in self.jobs:
-            del self.jobs[record.job_id]
+            self.jobs = {i: job for i, job in self.jobs.items() if i != record.job_id}
         elif event == LogEvent.JOB_ERROR and record.jobid in self.jobs:
-            job = self.jobs[record.jobid]
-            job.update(state="failed", reason=last_line(list(record.log or [])))
+            failed = {"state": "failed", "reason": last_line(list(record.log or []))}
+            self.jobs = {**self.jobs, record.jobid: {**self.jobs[record.jobid], **failed}}
         else:
             return
         self.update()
