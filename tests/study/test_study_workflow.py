@@ -129,12 +129,13 @@ def study(tmp_path_factory, browser):
                    str(tmp), "--configfile", str(path), "--cores", "2"]  # fmt: skip
         with open(tmp / "run.log", "w") as log:
             proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-            while proc.poll() is None:
+            while proc.poll() is None:  # mid-run: the furthest state with a job running
                 status = out / "status.csv"
-                if "mid" not in facts and status.exists():
-                    table = pd.read_csv(status)
-                    if table["running"].iloc[-1] and table["generated"].iloc[-1] < 8:
-                        facts["mid"] = table
+                table = pd.read_csv(status) if status.exists() else None
+                if table is not None and table["running"].iloc[-1]:
+                    progress = table[["generated", "calls"]].iloc[-1].tolist()
+                    if progress > facts.get("mid_progress", [-1, -1]):
+                        facts.update(mid=table, mid_progress=progress)
                         facts["mid_page"] = shoot(browser, out / "status.html", "mid_run.png", tmp)
                 time.sleep(0.2)
         assert proc.returncode == 0, (tmp / "run.log").read_text()[-3000:]
