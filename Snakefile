@@ -33,6 +33,7 @@ include: "rules/judge.smk"
 include: "rules/transitions.smk"
 include: "rules/report.smk"
 include: "rules/gallery.smk"
+include: "rules/study.smk"
 
 
 # The study's products; every video, score and transition label comes in through them.
@@ -52,15 +53,20 @@ rule all:
         rules.export_official_all.input,
 
 
-# Before any job: the API key of every VLM job about to run.
+# Before any job: the API key of every job about to call an API; then the status page
+# while the run goes (rules/study.smk).
 onstart:
     check_api_keys()
+    start_status()
 
 
-# At the end of a run: the judge service failure that stopped it, the judge's error count.
+# At the end of a run: the last status and the costs; the judge service failure that
+# stopped it, the judge's error count.
 onsuccess:
+    finish_status()
     report_judge_errors()
 
 
 onerror:
+    finish_status()
     report_judge_errors(failed=True)

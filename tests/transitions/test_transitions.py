@@ -166,7 +166,7 @@ def test_a_failed_pair_makes_the_document_an_error(label, table, denoise):
     human = [{"from": 10, "to": 20, "label": "wrong_to_wrong"}]
     document, requests = label(responder, instance(table, "sorting_lv1_001"), denoise, human=human)
     assert len(requests) == 4 + 2 * 2  # each failing pair tried max_attempts times
-    assert document["status"] == "error" and document["calls"] == 6
+    assert document["status"] == "error" and document["calls"] == 8  # every attempt sent
     assert re.fullmatch(r"pair 4->10: reply does not match .*; pair 10->20: .*", document["reason"])
     listed = {(p["from"], p["to"]): p for p in document["pairs"]}
     assert list(listed) == [(1, 2), (2, 3), (3, 4), (10, 20), (20, 40)]  # 4->10 has no label

@@ -90,8 +90,10 @@ def test_the_ledger_is_price_times_seconds_per_submission(study):
     assert ledger.groupby("model")["cost"].sum().round(6).to_dict() == {"sora2": 2.4, "veo31": 9.6}
     registry = load_registry(yaml.safe_load(Path(config["model_registry"]).read_text()))
     prices = {"video_seconds": prices}
-    assert cost_per_video(registry["veo31"], prices) == pytest.approx(0.40 * 4)
-    assert cost_per_video(registry["sora2"], prices) == pytest.approx(0.10 * 4)
+    for model, price in (("veo31", 0.40), ("sora2", 0.10)):
+        spec = registry[model]
+        cost = cost_per_video(spec.provider, spec.model_id, spec.generation, prices)
+        assert cost == pytest.approx(price * 4)
     print(f"\nledger: {len(ledger)} submissions, {ledger['cost'].sum():.2f} USD")
 
 

@@ -20,13 +20,17 @@ FILE_MODE = 0o666 & ~_umask()
 
 def write_json(path: str | Path, document, indent: int = 2) -> None:
     """Write `document` atomically: a temporary file in the same folder, then a rename."""
+    write_text(path, json.dumps(document, indent=indent, ensure_ascii=False) + "\n")
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write `text` atomically: a temporary file in the same folder, then a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=indent, ensure_ascii=False)
-            out.write("\n")
+            out.write(text)
         os.chmod(temporary, FILE_MODE)
         os.replace(temporary, path)
     except BaseException:

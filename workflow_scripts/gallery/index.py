@@ -6,7 +6,8 @@ the verdict (the final score, strict success) where judged, and errors marked (a
 generation or judge, with the reason). Each cell links the model's task page and the
 contact sheet. Filters by model, task, level and verdict run in the page (plain JS, no
 server, nothing fetched): the outdir opens from disk. Above the grid: each model's
-scores per task, and `tables/costs.csv` when the run has written it.
+scores per task, and links to the run's status page and cost table (written by the run
+itself, workflow_scripts.study: the costs when a run ends, so not by the gallery job).
 """
 
 from __future__ import annotations
@@ -136,9 +137,17 @@ def filters(models: list[str], tasks: list[str], levels: list[int]) -> str:
     )
 
 
-def index_page(runs: list[Run], index: Path, tasks: dict[str, dict], costs: Path | None) -> str:
+# The run's progress and costs, under the outdir beside the gallery.
+STUDY_FILES = {"status": "../status.html", "costs": "../tables/costs.csv"}
+STUDY_LINKS = (
+    f'<p>The run: <a href="{STUDY_FILES["status"]}">status</a>, '
+    f'<a href="{STUDY_FILES["costs"]}">costs</a> (tables/costs.csv, written when a run ends).</p>'
+)
+
+
+def index_page(runs: list[Run], index: Path, tasks: dict[str, dict]) -> str:
     """The index's body, its style and script included (`tasks`: by instance, its `level`
-    and `input` thumbnail; `costs`: the cost table, if written)."""
+    and `input` thumbnail)."""
     models = list(dict.fromkeys(run.model for run in runs))
     verdicts = {run: verdict(run) for run in runs}
     by_task: dict[str, dict[str, dict[str, Run]]] = defaultdict(lambda: defaultdict(dict))
@@ -175,7 +184,7 @@ def index_page(runs: list[Run], index: Path, tasks: dict[str, dict], costs: Path
     return "".join(
         [
             f'<style>{STYLE}</style><style id="hidden-models"></style>',
-            f'<p><a href="{url(costs, index)}">Costs (tables/costs.csv)</a></p>' if costs else "",
+            STUDY_LINKS,
             filters(models, list(by_task), sorted({int(t["level"]) for t in tasks.values()})),
             f'<table id="grid"><thead><tr><th>instance</th><th>input</th>{head}</tr></thead>',
             "".join(bodies),

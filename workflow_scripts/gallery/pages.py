@@ -149,8 +149,7 @@ def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(task_page(group, page, tasks), encoding="utf-8")
         pages.append(page)
-    costs = folder.parent / "tables" / "costs.csv"
-    body = index_page(runs, index, tasks, costs if costs.is_file() else None)
+    body = index_page(runs, index, tasks)
     index.write_text(html_page("Gallery", body), encoding="utf-8")
     return [index, *pages]
 

@@ -65,9 +65,10 @@ async def label_pairs(
     `instance` holds what `judge.settings.instance_params` gives (texts, and the `image` and
     `gt_image` paths); `denoise` the checkpoint videos; `human` this video's human
     labels; `templates` the transition templates by file name; `prepared` the (model,
-    task)'s folder of prepared frames (rule prepare_frames), if any. `calls` counts the calls
-    sent (failed ones included), `cached_calls` the cache hits, `tokens` the usage of
-    every reply (cached ones included), `model_version` the version the backend reported.
+    task)'s folder of prepared frames (rule prepare_frames), if any. `calls` counts the
+    requests sent (every attempt, failed calls included), `cached_calls` the cache hits,
+    `tokens` the usage of every reply (cached ones included), `model_version` the version
+    the backend reported.
     """
     from workflow_scripts.judge.client import JudgeCallError, Request
     from workflow_scripts.judge.prompts import references
@@ -97,9 +98,13 @@ async def label_pairs(
         try:
             reply = await client.ask(Request("transition", parts, TRANSITION, system))
         except JudgeCallError as err:
-            counts["calls"] += 1
+            counts["calls"] += err.attempts
+            tokens.update(err.usage)
             return err
-        counts["cached_calls" if reply.cached else "calls"] += 1
+        if reply.cached:
+            counts["cached_calls"] += 1
+        else:
+            counts["calls"] += reply.attempts
         tokens.update(reply.usage)
         versions.update([reply.model_version] if reply.model_version else [])
         return reply.data

@@ -34,11 +34,11 @@ def price_per_second(model_id: str, resolution: str, prices: dict) -> float:
     return math.nan if price is None else float(price)
 
 
-def cost_per_video(spec, prices: dict) -> float:
-    """What one video of API model `spec` (a registry ModelSpec) costs under `prices` (the
-    config's `prices`): price per second x seconds asked for; NaN when it is not priced."""
-    provider, generation = spec.provider, spec.generation
-    price = price_per_second(spec.model_id, resolution_of(provider, generation), prices)
+def cost_per_video(provider: str, model_id: str, generation: dict, prices: dict) -> float:
+    """What one video of an API model (its registry `provider`, `model_id`, `generation`)
+    costs under `prices` (the config's): price per second x seconds asked for; NaN when it
+    is not priced."""
+    price = price_per_second(model_id, resolution_of(provider, generation), prices)
     return price * seconds_of(provider, generation)
 
 

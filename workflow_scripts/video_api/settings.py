@@ -57,13 +57,35 @@ def resolution_of(provider: str, generation: dict) -> str:
     return generation.get("resolution", "720p") if provider == "veo" else generation["size"]
 
 
+# The frame rate a provider's videos come at, for the plan's estimate of the judge's calls
+# before any video exists (a made video is read instead): Veo's documented 24 fps; Sora's
+# rate is not in its API, 30 is assumed.
+NOMINAL_FPS = {"veo": 24, "sora": 30}
+VEO_HEIGHTS = {"720p": 720, "1080p": 1080}
+
+
+def frame_size(provider: str, generation: dict) -> tuple[int, int]:
+    """(width, height) of the video asked for."""
+    if provider == "sora":
+        width, height = generation["size"].split("x")
+        return int(width), int(height)
+    short = VEO_HEIGHTS[generation.get("resolution", "720p")]
+    long = short * 16 // 9
+    return (long, short) if generation["aspect_ratio"] == "16:9" else (short, long)
+
+
+def nominal_clip(provider: str, generation: dict) -> dict:
+    """frames, fps, width and height of a video asked for (the plan's estimate)."""
+    fps = NOMINAL_FPS[provider]
+    width, height = frame_size(provider, generation)
+    frames = seconds_of(provider, generation) * fps
+    return {"frames": frames, "fps": fps, "width": width, "height": height}
+
+
 def aspect_of(provider: str, generation: dict) -> float:
     """Width over height of the video asked for."""
-    if provider == "veo":
-        width, height = generation["aspect_ratio"].split(":")
-    else:
-        width, height = generation["size"].split("x")
-    return int(width) / int(height)
+    width, height = frame_size(provider, generation)
+    return width / height
 
 
 def setting_problems(key: str, provider: str, model_id: str, generation: dict) -> list[str]:

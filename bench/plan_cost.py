@@ -1,0 +1,104 @@
+"""`snakemake plan` on the paper-size half study of 5 models: its table and its CPU cost.
+
+Builds, in a temporary directory, dag_scale.py's synthetic benchmark in the official
+layout (27 tasks x 3 levels x 10 instances; `subset: half` keeps 405), and a registry of
+the paper's five study models from config/models.yaml (wan22_i2v_a14b, wan21_i2v_14b,
+hunyuan15_i2v, ltx23_i2v, vbvr_wan22) whose `source` is an empty folder (the weights
+are not needed to plan; vbvr_wan22's LoRA is left out, it changes no figure of the plan),
+with the judge enabled and nothing run yet. It times, as child processes (CPU seconds
+from `os.wait4`, children included; median of `--repeats`):
+
+- `dry run`: `snakemake -n --quiet` (the whole study's DAG);
+- `plan`: `snakemake plan` (parses the workflow, runs the plan job);
+- `plan -n`: `snakemake -n plan` (the same without the job), so the plan job's own CPU is
+  `plan` - `plan -n`.
+
+    python bench/plan_cost.py [--repeats N]
+
+Prints the plan, a table of the timings, then (last line) one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from dag_scale import OVERLAP, REPO, TAXONOMY, build_benchmark, snakemake
+
+MODELS = ["wan22_i2v_a14b", "wan21_i2v_14b", "hunyuan15_i2v", "ltx23_i2v", "vbvr_wan22"]
+RUNS = {"dry run": ["-n", "--quiet"], "plan": ["plan"], "plan -n": ["plan", "-n", "--quiet"]}
+
+
+def write_config(tmp: Path) -> Path:
+    """The five study models over empty weight folders, and the half study's config."""
+    registry = yaml.safe_load((REPO / "config/models.yaml").read_text(encoding="utf-8"))
+    weights = tmp / "weights"
+    study = {}
+    for model in MODELS:
+        entry = {k: v for k, v in registry[model].items() if k != "lora"}
+        entry["source"] = str(weights / model)
+        if stage := entry["generation"].get("stage_2"):
+            (weights / model / stage["upsampler"]).mkdir(parents=True)
+        (weights / model).mkdir(parents=True, exist_ok=True)
+        study[model] = entry
+    (tmp / "models.yaml").write_text(yaml.safe_dump(study, allow_unicode=True))
+    config = {
+        "outdir": str(tmp / "results"),
+        "model_registry": str(tmp / "models.yaml"),
+        "benchmark": {
+            "root": str(tmp / "bench_data"),
+            "taxonomy": str(TAXONOMY),
+            "overlap": str(OVERLAP),
+            "subset": "half",
+        },
+        "models": MODELS,
+        "judge": {"enabled": True, "api_key_env": "DAG_SCALE_UNUSED_KEY"},
+    }
+    path = tmp / "config_half.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each command")
+    repeats = parser.parse_args().repeats
+    load = os.getloadavg()[0]
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="plan_cost_") as name:
+        tmp = Path(name)
+        build_benchmark(tmp / "bench_data")
+        config = write_config(tmp)
+        for label, args in RUNS.items():
+            runs = [snakemake(tmp, config, *args) for _ in range(repeats)]
+            figures[label] = {
+                "cpu_s": round(statistics.median(r[1] for r in runs), 2),
+                "wall_s": round(statistics.median(r[0] for r in runs), 2),
+                "peak_mb": round(max(r[2] for r in runs), 1),
+            }
+        plan = pd.read_csv(tmp / "results" / "plan.csv")
+    print(plan.to_string(index=False, na_rep=""))
+    print()
+    print(f"{'command':<10}{'CPU s':>8}{'wall s':>8}{'peak MB':>9}")
+    for label, f in figures.items():
+        print(f"{label:<10}{f['cpu_s']:>8}{f['wall_s']:>8}{f['peak_mb']:>9}")
+    job = round(figures["plan"]["cpu_s"] - figures["plan -n"]["cpu_s"], 2)
+    print(f"the plan job's own CPU: {job} s; median of {repeats}; load average {load:.2f}")
+    figures.update(
+        plan_job_cpu_s=job,
+        plan=plan.fillna("").to_dict("records"),
+        load_avg_before=round(load, 2),
+        load_avg_after=round(os.getloadavg()[0], 2),
+        cpus=os.cpu_count(),
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

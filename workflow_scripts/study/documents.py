@@ -1,0 +1,162 @@
+"""What a run's documents record it spent, read once per file version.
+
+The study's description (`Study`, built by rules/study.smk) says which documents to look
+for; `Documents` reads them (a file re-read only when its mtime changes, so the status
+page can look again every few seconds). What a document records:
+
+- `generation.json`: `seconds` (load, denoise, decode) of the attempt that finished, and
+  under `attempts` every attempt's seconds (a resumed job's earlier, cut-off attempts);
+- a judge's `score.json`, a `transitions/<instance>.json`: `calls` (requests sent, every
+  attempt), `cached_calls` (cache hits), `tokens` (usage of every reply, cached ones
+  included: what the document's calls cost when they were first paid);
+- `judge_checkpoints/<instance>/checkpoint_scores.json`: one score per step under `steps`.
+
+Input tokens are `prompt`; output tokens are `total - prompt` (Gemini's candidates plus
+thinking, OpenAI's completion, which holds its reasoning), both billed as output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workflow_scripts.common.layout import (
+    MAIN,
+    checkpoint_scores_file,
+    run_folder,
+    score_file,
+    transitions_file,
+)
+
+GENERATE, LABELS, CHECKPOINTS = "generate", "labels", "checkpoints"  # costs.csv's judge names
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run key of the study: its model, how its videos come, its clip, its instances."""
+
+    key: str
+    model: str
+    source: str  # the registry's source (`videos`: made elsewhere)
+    instances: dict  # instance -> task
+    main: bool  # the model's main run (condition default, registry seed)
+    frames: int | None = None  # clip length and rate (None: read from a video)
+    fps: float | None = None
+    width: int | None = None
+    height: int | None = None
+    runtime_min: float | None = None  # registry resources.runtime (minutes on an H20)
+    sample_video: str | None = None  # one of its videos (made elsewhere: frames and fps)
+    entry: dict = field(default_factory=dict)  # its registry entry (what a video costs)
+
+    @property
+    def generates(self) -> bool:
+        """The workflow makes its videos (on a GPU, or through a video API)."""
+        return self.source != "videos"
+
+    @property
+    def denoises(self) -> bool:
+        """A local pipeline: GPU time and denoising checkpoints."""
+        return self.source not in ("videos", "api")
+
+
+@dataclass(frozen=True)
+class Study:
+    """What the plan, the status and the costs look at (rules/study.smk builds it)."""
+
+    outdir: str
+    runs: dict  # run key -> Run
+    judges: dict  # judge name (main, variants) -> settings (model, protocol)
+    checkpoints: list = field(default_factory=list)  # judge.checkpoints steps
+    pairs: list = field(default_factory=list)  # transition pairs
+    frames_per_checkpoint: int = 4
+    steps: list = field(default_factory=list)  # denoise.steps
+    decode: str = "x0"
+    judged: bool = True  # the VLM stages are part of the study
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Study:
+        runs = {key: Run(key=key, **run) for key, run in data["runs"].items()}
+        return cls(**{**data, "runs": runs})
+
+    def stages(self, run: Run) -> list[str]:
+        """The VLM stages of a run, named as in costs.csv: each judge (the variants on main
+        runs only), `labels` and `checkpoints` (runs with checkpoints; checkpoints: main only)."""
+        if not self.judged:
+            return []
+        names = [MAIN, *(j for j in self.judges if j != MAIN and run.main)]
+        if run.denoises and self.pairs:
+            names.append(LABELS)
+        if run.denoises and run.main and self.checkpoints:
+            names.append(CHECKPOINTS)
+        return names
+
+    def document(self, stage: str, run: Run, instance: str) -> Path:
+        """The document stage `stage` writes for a run's instance."""
+        task = run.instances[instance]
+        if stage == LABELS:
+            return transitions_file(self.outdir, run.key, task, instance)
+        if stage == CHECKPOINTS:
+            return checkpoint_scores_file(self.outdir, run.key, task, instance)
+        return score_file(self.outdir, run.key, task, instance, stage)
+
+    def generation(self, run: Run, instance: str) -> Path:
+        """generation.json of a generated run's instance; video.mp4 of one made elsewhere."""
+        folder = run_folder(self.outdir, run.key, run.instances[instance], instance)
+        return folder / ("generation.json" if run.generates else "video.mp4")
+
+    def vlm_model(self, stage: str) -> str:
+        """The VLM model id a stage calls (labels and checkpoints: the main judge's)."""
+        return self.judges[stage if stage in self.judges else MAIN]["model"]
+
+
+def generation_seconds(meta: dict) -> float:
+    """A generate job's seconds: the finished attempt's load, denoise and decode, plus the
+    seconds of the attempts cut off before it (`attempts` but its last)."""
+    earlier = (meta.get("attempts") or [])[:-1]
+    return sum(meta.get("seconds", {}).values()) + sum(a["seconds"] for a in earlier)
+
+
+def spent(document: dict) -> dict:
+    """calls, cached_calls, input_tokens, output_tokens of one VLM document (a checkpoint
+    document: summed over its steps)."""
+    parts = document.get("steps", [document])
+    total = dict.fromkeys(("calls", "cached_calls", "input_tokens", "output_tokens"), 0)
+    for part in parts:
+        tokens = part.get("tokens") or {}
+        prompt = tokens.get("prompt", 0)
+        output = (
+            tokens.get("total", 0) - prompt
+            if tokens.get("total")
+            else (tokens.get("candidates", 0) + tokens.get("thoughts", 0))
+        )
+        total["calls"] += part.get("calls", 0)
+        total["cached_calls"] += part.get("cached_calls", 0)
+        total["input_tokens"] += prompt
+        total["output_tokens"] += output
+    return total
+
+
+class Documents:
+    """Reads documents, each once per version (mtime); a missing file is None."""
+
+    def __init__(self):
+        self._cache: dict[Path, tuple[float, object]] = {}
+
+    def read(self, path: Path):
+        """The parsed JSON at `path` (a video: its size in bytes), or None if there is none
+        (or it is being written)."""
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            return None
+        cached = self._cache.get(path)
+        if cached and cached[0] == mtime:
+            return cached[1]
+        try:
+            value = path.stat().st_size if path.suffix == ".mp4" else json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        self._cache[path] = (mtime, value)
+        return value
