@@ -1,11 +1,12 @@
 """`tables/costs.csv`: what a run spent, per model and per stage that spent it.
 
-One row per (model, judge): `generate` (the generate jobs' hours; a video API model's
-submissions as `calls`, its cost from the ledger: `sources.generation_spent`), then each VLM stage (`main`, each variant of `judges:`,
-`labels` for the transition labels, `checkpoints` for judge.checkpoints), summing the
-calls, cache hits and tokens its documents record (`documents.spent`) and pricing the
-tokens at the stage's VLM model's price. A run under another condition or seed is its own
-`model` (its run key). An empty `cost`: not priced.
+One row per (model, judge): `generate` (the generate jobs' GPU-hours; for a video API
+model its submissions as `calls` and its cost from the ledger: `sources.generation_spent`),
+then each VLM stage (`main`, each variant of `judges:`, `labels` for the transition labels,
+`checkpoints` for judge.checkpoints), summing the calls, cache hits and tokens its
+documents record (`documents.spent`) and pricing the tokens at the stage's VLM model's
+price. A run under another condition or seed is its own `model` (its run key). An empty
+`cost`: not priced.
 """
 
 from __future__ import annotations
