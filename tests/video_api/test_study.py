@@ -36,15 +36,18 @@ def study(tmp_path_factory):
         fake.refuse(EXAMPLES / "sorting" / "input_image" / "lv2" / f"{REFUSED}.png")
         config = api_config(workdir, fake)
         config["judge"] = {"enabled": True, "base_url": vlm.url, "api_key_env": "FAKE_VLM_KEY"}
+        planned = snakemake(workdir, config, "plan")
+        assert planned.returncode == 0 and not fake.requests, planned.stdout[-3000:]
+        plan = pd.read_csv(workdir / "results" / "plan.csv").set_index("model")
         result = snakemake(workdir, config)
         assert result.returncode == 0, result.stdout[-3000:]
         dry = snakemake(workdir, config, "-n")
         assert "Nothing to be done" in dry.stdout, dry.stdout[-2000:]
-        yield workdir, config, fake, result.stdout
+        yield workdir, config, fake, result.stdout, plan
 
 
 def test_every_instance_is_made_once_judged_tabled_shown_and_exported(study):
-    workdir, _, fake, output = study
+    workdir, _, fake, output, _ = study
     results = workdir / "results"
     assert len(fake.submissions) == 12  # 2 models x 6 instances, once each
     selected = pd.read_csv(results / "instances" / "selected.csv")
@@ -80,7 +83,7 @@ def test_every_instance_is_made_once_judged_tabled_shown_and_exported(study):
 
 
 def test_the_ledger_is_price_times_seconds_per_submission(study):
-    workdir, config, fake, _ = study
+    workdir, config, fake, *_ = study
     ledger = read_ledger(workdir / "results")
     assert list(ledger.columns) == COLUMNS and len(ledger) == 12
     assert set(ledger["operation"]) == {op.id for op in fake.submissions}
@@ -98,7 +101,7 @@ def test_the_ledger_is_price_times_seconds_per_submission(study):
 
 
 def test_no_key_reaches_a_file_or_the_log(study):
-    workdir, _, fake, output = study
+    workdir, _, fake, output, _ = study
     assert fake.keys == {VIDEO_KEY}
     for path in [p for p in workdir.rglob("*") if p.is_file()]:
         data = path.read_bytes()
@@ -133,3 +136,23 @@ def test_a_missing_key_is_named_before_any_job(tmp_path, monkeypatch):
         needs = "target generate_all needs it for 12 generate_api jobs (API calls)."
         assert f"${KEY_ENV} is not set: {needs}" in result.stdout
         assert fake.requests == [] and not (tmp_path / "results" / "veo31").exists()
+
+
+def test_the_plan_prices_api_videos_and_costs_take_the_ledger(study):
+    """Before the run, the plan's cost_left holds each API model's 6 videos at the price
+    table (no GPU-hours); after it, costs.csv's generate row is the ledger's."""
+    workdir, config, *_, plan = study
+    video = {"veo31": 6 * 4 * 0.40, "sora2": 6 * 4 * 0.10}
+    costs = pd.read_csv(workdir / "results" / "tables" / "costs.csv")
+    ledger = read_ledger(workdir / "results")
+    judged = costs[costs["judge"] == "main"].set_index("model")
+    made = costs[costs["judge"] == "generate"].set_index("model")
+    for model, price in video.items():
+        assert plan.loc[model, ["videos_done", "videos_left"]].tolist() == [0, 6]
+        assert plan.loc[model, "gpu_hours_left"] == 0
+        assert plan.loc[model, "cost_left"] > price  # the videos, then the judge's tokens
+        assert made.loc[model, "gpu_hours"] == 0
+        assert made.loc[model, "calls"] == (ledger["model"] == model).sum() == 6
+        assert made.loc[model, "cost"] == pytest.approx(price)
+        assert judged.loc[model, "calls"] > 0
+    print(f"\nplan before the run:\n{plan.to_string()}\ncosts after it:\n{costs.to_string()}")
