@@ -343,7 +343,8 @@ def judge_targets(targets):
 def check_api_keys():
     """At the start of a run (the DAG known, no job started): every job about to call an
     API has its key (a VLM job, `judge_api`: its judge's; a video API job, `video_api`: its
-    model's); else an error naming the variable and the targets, before anything runs."""
+    model's); else an error naming the variable and the targets, before anything runs.
+    """
     judges = {name: s["api_key_env"] for name, s in judge_configs(config).items()}
 
     def variable(job):
@@ -434,12 +435,19 @@ def start_status():
     """Attach the status writer to Snakemake's logger (the main process of a real run)."""
     if not workflow.is_main_process:
         return
-    configfiles = [
-        f"--configfile {shlex.quote(str(f))}" for f in workflow.overwrite_configfiles
-    ]
-    rerun = " ".join(["snakemake", *configfiles])
+    # what a rerun command needs after its target: this run's cores (the profile on a
+    # cluster), config files and --config overrides
+    cores = workflow.resource_settings.cores
+    options = ["--cores", str(cores)] if workflow.local_exec else ["--profile", "slurm"]
+    if workflow.overwrite_configfiles:
+        options += ["--configfile", *map(str, workflow.overwrite_configfiles)]
+    if workflow.config_settings.config_args:
+        options += ["--config", *workflow.config_settings.config_args]
     writer = StatusWriter(
-        Study.from_dict(study_description()), config["prices"], rerun, logger.info
+        Study.from_dict(study_description()),
+        config["prices"],
+        shlex.join(options),
+        logger.info,
     )
     logger.addHandler(writer)
     STATUS.append(writer)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -275,11 +277,15 @@ def test_failures_are_shown_with_their_reason_and_rerun_command(study):
     label, job = errors.itertuples()  # the documents' errors first, then the failed jobs
     assert (label.model, label.instance, label.stage) == ("tiny_wan22", INSTANCES[3], "labels")
     assert label.reason.startswith("pair 20->40: ")
-    assert label.rerun.endswith(f" --force {out}/tiny_wan22/sorting/transitions")
+    assert label.rerun.startswith(f"snakemake {out}/tiny_wan22/sorting/transitions --force ")
     assert (job.model, job.task, job.stage) == ("ext", "sorting", "judge")
     assert "401" in job.reason and "a-refused-key" not in job.reason, job.reason
-    assert job.rerun.startswith("snakemake --configfile ")
-    assert job.rerun.endswith(f" {out}/ext/sorting/judge")
+    assert job.rerun.startswith(f"snakemake {out}/ext/sorting/judge --cores 2 --configfile ")
+    for error, rule in ((label, "label_transitions"), (job, "judge")):  # each runs as written
+        command = [*shlex.split(error.rerun), "-n", "-s", str(REPO / "Snakefile")]
+        dry = subprocess.run(command, cwd=study["tmp"], capture_output=True, text=True)
+        assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
+        assert re.search(rf"^{rule}\s+1$", dry.stdout, re.M), dry.stdout[-2000:]
     page = study["failed_page"]
     assert "Errors (2)" in page and job.reason[:40] in page and label.reason[:30] in page
 

@@ -156,3 +156,23 @@ def test_the_plan_prices_api_videos_and_costs_take_the_ledger(study):
         assert made.loc[model, "cost"] == pytest.approx(price)
         assert judged.loc[model, "calls"] > 0
     print(f"\nplan before the run:\n{plan.to_string()}\ncosts after it:\n{costs.to_string()}")
+
+
+def test_the_status_page_shows_a_refusal_with_its_rerun(study):
+    workdir, *_ = study
+    results = workdir / "results"
+    status = pd.read_csv(results / "status.csv").set_index(["model", "task"])
+    errors = pd.read_csv(results / "status_errors.csv")
+    for model in MODELS:
+        assert status.loc[(model, "sorting"), ["generated", "judged", "failed"]].tolist() == [
+            3,
+            2,
+            1,
+        ]
+        (error,) = errors[errors["model"] == model].itertuples()
+        assert (error.instance, error.stage) == (REFUSED, "generate")
+        assert "safety filter" in error.reason
+        video = results / model / "sorting" / REFUSED / "video.mp4"
+        assert error.rerun.startswith(f"snakemake {video} --force --cores 2 --configfile ")
+        assert error.rerun.endswith("--config 'video_api={resubmit: true}'")
+    assert "safety filter" in (results / "status.html").read_text()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import logging
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -50,7 +51,8 @@ def stage_target(study: Study, run_key: str, task: str, stage: str) -> Path:
 
 def progress(study: Study, docs: Documents, jobs: list[dict], rerun: str):
     """(status table, errors table): the documents' counts per (run, task) and `jobs`
-    (this run's running or failed jobs: rule, wildcards, state, reason, target)."""
+    (this run's running or failed jobs: rule, wildcards, state, reason, target). `rerun`:
+    what a rerun command puts after its target (cores, config files, --config last)."""
     rows, errors = [], []
     for run in study.runs.values():
         by_task: dict[str, list[str]] = {}
@@ -64,6 +66,17 @@ def progress(study: Study, docs: Documents, jobs: list[dict], rerun: str):
                 made = docs.read(study.generation(run, instance))
                 row["generated"] += made is not None
                 seconds += generation_seconds(made) if run.denoises and made else 0.0
+                if made and made.get("status") == "error":  # a video API's refusal
+                    row["failed"] += 1
+                    video = study.generation(run, instance).with_name("video.mp4")
+                    # `rerun` ends with its --config list, if it has one: join it
+                    resubmit = ("" if " --config " in rerun else " --config") + (
+                        " 'video_api={resubmit: true}'"
+                    )
+                    errors.append([run.key, task, instance, "generate", made.get("reason", ""),
+                                   f"snakemake {shlex.quote(str(video))} --force {rerun}"
+                                   f"{resubmit}"])  # fmt: skip
+                    continue  # its judge's error only repeats it
                 for stage in stages:
                     document = docs.read(study.document(stage, run, instance))
                     if not document:
@@ -75,10 +88,10 @@ def progress(study: Study, docs: Documents, jobs: list[dict], rerun: str):
                     if not ok and stage in (MAIN, LABELS):
                         row["failed"] += 1
                     if not ok:
-                        target = stage_target(study, run.key, task, stage)
+                        target = shlex.quote(str(stage_target(study, run.key, task, stage)))
                         reason = document.get("reason", "")
                         errors.append([run.key, task, instance, stage, reason,
-                                       f"{rerun} --force {target}"])  # fmt: skip
+                                       f"snakemake {target} --force {rerun}"])  # fmt: skip
             mine = [j for j in jobs if j["wildcards"].get("model") == run.key
                     and j["wildcards"].get("task") == task]  # fmt: skip
             row["running"] = sum(j["state"] == "running" for j in mine)
@@ -89,7 +102,8 @@ def progress(study: Study, docs: Documents, jobs: list[dict], rerun: str):
         if job["state"] == "failed":
             wildcards = job["wildcards"]
             where = [wildcards.get(k, "") for k in ("model", "task", "instance")]
-            errors.append([*where, job["rule"], job["reason"], f"{rerun} {job['target']}"])
+            command = f"snakemake {shlex.quote(job['target'])} {rerun}"
+            errors.append([*where, job["rule"], job["reason"], command])
     table = pd.DataFrame(rows, columns=COLUMNS)
     total = {"model": "total", "task": "", **table[COLUMNS[2:]].sum().to_dict()}
     table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
