@@ -28,6 +28,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/progress.smk"
 include: "rules/generate.smk"
 include: "rules/judge.smk"
 include: "rules/transitions.smk"
