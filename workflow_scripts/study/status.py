@@ -66,7 +66,7 @@ def progress(study: Study, docs: Documents, jobs: list[dict], rerun: str):
                 made = docs.read(study.generation(run, instance))
                 row["generated"] += made is not None
                 seconds += generation_seconds(made) if run.denoises and made else 0.0
-                if made and made.get("status") == "error":  # a video API's refusal
+                if isinstance(made, dict) and made.get("status") == "error":  # an API's refusal
                     row["failed"] += 1
                     video = study.generation(run, instance).with_name("video.mp4")
                     # `rerun` ends with its --config list, if it has one: join it
@@ -185,7 +185,10 @@ class StatusWriter(logging.Handler):
             self.jobs = {**self.jobs, record.jobid: {**self.jobs[record.jobid], **failed}}
         else:
             return
-        self.update()
+        try:
+            self.update()
+        except Exception:  # a broken status page is reported, and never stops the run
+            self.handleError(record)
 
     def update(self) -> None:
         """Write now, or when `every` seconds have passed since the last write."""
