@@ -146,7 +146,7 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
         config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
         result = snakemake(tmp_path, config)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "No transition labels for ext" in result.stdout
+    assert "No transition labels or trajectory tables for ext" in result.stdout
     assert "rule generate:" not in result.stdout and "label_transitions" not in result.stdout
 
     results = tmp_path / "results"

@@ -39,8 +39,8 @@ def test_hub_id_rule_rejects_malformed_ids():
     assert HUB_ID.match("Wan-AI/Wan2.2-I2V-A14B-Diffusers")
 
 
-def test_readme_download_commands_name_the_registry_ids(registry):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_documented_download_commands_name_the_registry_ids(registry):
+    readme = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
     commands = set(DOWNLOAD.findall(readme)) - {"hexuan21/VGI-Bench"}
     hub_ids = {s for s in _weights(registry).values() if not s.startswith(LOCAL)}
     assert commands == hub_ids
