@@ -54,11 +54,12 @@ def minutes(flop: float, gpu: str) -> int:
 
 
 def table() -> dict[str, dict]:
-    """{model key: PFLOP per video and minutes per GPU} for every real-weight registry entry."""
+    """{model key: PFLOP per video and minutes per GPU} for every real-weight pipeline of the
+    registry."""
     registry = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
     rows = {}
     for key, spec in registry.items():
-        if spec.source == "tiny":
+        if spec.source == "tiny" or not spec.denoises:  # video APIs: no GPU job
             continue
         flop = video_flop(spec)
         rows[key] = {"pflop": round(flop / 1e15, 1)} | {g: minutes(flop, g) for g in GPUS}
