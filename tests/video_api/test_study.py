@@ -90,10 +90,10 @@ def test_the_ledger_is_price_times_seconds_per_submission(study):
     prices = config["prices"]["video_seconds"]
     expected = ledger["model_id"].map(prices) * ledger["seconds"]
     assert (ledger["cost"] - expected).abs().max() < 1e-9
-    assert ledger.groupby("model")["cost"].sum().round(6).to_dict() == {"sora2": 2.4, "veo31": 9.6}
+    assert ledger.groupby("model")["cost"].sum().round(6).to_dict() == {"sora2": 2.4, "veo31": 4.8}
     registry = load_registry(yaml.safe_load(Path(config["model_registry"]).read_text()))
     prices = {"video_seconds": prices}
-    for model, price in (("veo31", 0.40), ("sora2", 0.10)):
+    for model, price in (("veo31", 0.20), ("sora2", 0.10)):
         spec = registry[model]
         cost = cost_per_video(spec.provider, spec.model_id, spec.generation, prices)
         assert cost == pytest.approx(price * 4)
@@ -142,7 +142,7 @@ def test_the_plan_prices_api_videos_and_costs_take_the_ledger(study):
     """Before the run, the plan's cost_left holds each API model's 6 videos at the price
     table (no GPU-hours); after it, costs.csv's generate row is the ledger's."""
     workdir, config, *_, plan = study
-    video = {"veo31": 6 * 4 * 0.40, "sora2": 6 * 4 * 0.10}
+    video = {"veo31": 6 * 4 * 0.20, "sora2": 6 * 4 * 0.10}
     costs = pd.read_csv(workdir / "results" / "tables" / "costs.csv")
     ledger = read_ledger(workdir / "results")
     judged = costs[costs["judge"] == "main"].set_index("model")
