@@ -197,11 +197,10 @@ def test_the_documentation_has_commands_and_the_lists_are_current():
     assert not stale, f"listed here but no longer documented: {sorted(stale)}"
 
 
-@pytest.mark.parametrize("text", sorted(COMMANDS))
+# NOT_RUN's commands are not parametrized (listed with their reason, kept current above).
+@pytest.mark.parametrize("text", sorted(COMMANDS.keys() - NOT_RUN.keys()))
 def test_documented_command_runs_as_written(text, outcomes):
     command = COMMANDS[text]
-    if text in NOT_RUN:
-        pytest.skip(f"not run here: {NOT_RUN[text]} ({', '.join(sorted(command.where))})")
     result = outcomes[text]
     where = f"{text!r} in {', '.join(sorted(command.where))}"
     assert not isinstance(result, str), f"{where}: {result}"
