@@ -16,7 +16,12 @@ from workflow_scripts.benchmark.instances import TASK_NAME
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
 from workflow_scripts.common.keys import missing_key_error
-from workflow_scripts.common.layout import DEFAULT_CONDITION, STAGES, judge_folder
+from workflow_scripts.common.layout import (
+    DEFAULT_CONDITION,
+    RESUME,
+    STAGES,
+    judge_folder,
+)
 from workflow_scripts.judge.checkpoints import checkpoint_steps
 from workflow_scripts.judge.settings import (
     MAIN,
@@ -114,7 +119,7 @@ GENERATE_ENV = {
     ),
     "VGI_REGISTRY": config["model_registry"],
     # resumable states of cut-off jobs: outside the outputs, which a failed job loses
-    "VGI_RESUME_DIR": os.path.join(OUT, "resume"),
+    "VGI_RESUME_DIR": os.path.join(OUT, RESUME),
     "VGI_SAVE_EVERY": str(config["denoise"]["save_every"]),
 }
 GENERATE_EXPORTS = "".join(

@@ -75,6 +75,10 @@ def condition_name_problem(name: str) -> str | None:
     return None
 
 
+# The outdir's folder of states kept outside the rules' outputs: a cut-off generate job's
+# resumable state, a video API's operation.
+RESUME = "resume"
+
 MAIN = "main"  # the main judge (`judge:`); `judges:` names the variants
 VARIANTS = "judges"  # the folder under the outdir holding the variants' documents
 

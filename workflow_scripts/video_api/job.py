@@ -25,7 +25,7 @@ import yaml
 from vgi_models.registry import API_FIELDS, load_registry
 from vgi_models.state import state_key, write_atomic
 from workflow_scripts.common.files import write_json
-from workflow_scripts.common.layout import parse_run_key, run_folder
+from workflow_scripts.common.layout import RESUME, parse_run_key, run_folder
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.common.pacing import SharedRateLimit
 from workflow_scripts.video_api.client import Retry, ServiceError, provider
@@ -34,7 +34,6 @@ from workflow_scripts.video_api.operation import NotResumable, Operation
 from workflow_scripts.video_api.settings import resolution_of, seconds_of
 
 FAILURE = "Video API failure: "
-RESUME = "resume"  # the state folder under the outdir, shared with resumable generate jobs
 
 
 def api_spec(run: str, settings: str, registry: str):
