@@ -212,10 +212,3 @@ def running_cluster():
         finally:
             _stop(daemons)
             shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="session", name="slurm_cluster")
-def slurm_cluster_fixture():
-    """The running test cluster; import this name into a test module."""
-    with running_cluster() as cluster:
-        yield cluster

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.support.fake_video_api import FakeVideoAPI
-from tests.support.slurm_cluster import slurm_cluster_fixture  # noqa: F401  (the `slurm_cluster` fixture)
 from tests.support.video_api_run import KEY_ENV, api_config
 from tests.workflow.test_slurm import SQUEUE, squeue, start, watch
+
+pytestmark = pytest.mark.xdist_group("slurm")  # one SLURM on the machine at a time
 
 
 def test_a_requeued_api_job_waits_on_the_same_operation(slurm_cluster, tmp_path, monkeypatch):

@@ -18,12 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
-from tests.support.slurm_cluster import slurm_cluster_fixture  # noqa: F401  (the `slurm_cluster` fixture)
 from tests.support.workflow import REPO, default_config, snakemake
+
+pytestmark = pytest.mark.xdist_group("slurm")  # one SLURM on the machine at a time
 
 SQUEUE = "JobID:6,Partition:6,State:11,Comment:60,tres-per-job:14,NodeList:10"
 GENERATE = "rule_generate_wildcards_tiny_wan22_sorting_sorting_lv1_00{}"  # a job's comment
