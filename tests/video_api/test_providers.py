@@ -12,8 +12,8 @@ import pytest
 from tests.support.fake_video_api import FakeVideoAPI
 from vgi_models.registry import load_registry
 from workflow_scripts.common.pacing import SharedRateLimit
-from workflow_scripts.video_api.client import provider
 from workflow_scripts.video_api.operation import NotResumable, Operation
+from workflow_scripts.video_api.providers import open_provider
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "tasks/examples"
 IMAGE = EXAMPLES / "maze_square/input_image/lv1/maze_square_lv1_001.png"
@@ -37,7 +37,7 @@ def spec(name: str, url: str):
 
 
 def run(tmp_path, fake, name, resubmit=False, pace=None):
-    client = provider(spec(name, fake.url), fake.api_key, pace)
+    client = open_provider(spec(name, fake.url), fake.api_key, pace)
     submitted = []
     try:
         operation = Operation(tmp_path / name / "state.json", client, resubmit)
@@ -73,7 +73,7 @@ def test_a_refusal_or_failure_is_an_outcome_with_the_providers_reason(tmp_path, 
 
 @pytest.mark.parametrize("name", ["veo31", "sora2"])
 def test_an_expired_operation_is_an_error_and_resubmits_only_when_told(tmp_path, fake, name):
-    client = provider(spec(name, fake.url), fake.api_key)
+    client = open_provider(spec(name, fake.url), fake.api_key)
     operation = Operation(tmp_path / name / "state.json", client)
     operation._submit(IMAGE, "p", lambda op: None)  # submitted, then the job was killed
     client.close()
@@ -96,7 +96,7 @@ def test_a_submission_cut_off_before_its_id_came_back_needs_the_users_word(tmp_p
 
 
 def test_a_wrong_key_fails_without_a_submission_and_is_never_repeated_in_errors(tmp_path, fake):
-    client = provider(spec("sora2", fake.url), "wrong-key-123")
+    client = open_provider(spec("sora2", fake.url), "wrong-key-123")
     with pytest.raises(Exception) as error:
         Operation(tmp_path / "s.json", client).run(IMAGE, "p", lambda op: None, 0.01, 5)
     assert "401" in str(error.value) and "wrong-key-123" not in str(error.value)
@@ -124,7 +124,7 @@ def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_pa
 
 @pytest.mark.parametrize("name", ["veo31", "sora2"])
 def test_429_answers_to_polls_are_waited_out(tmp_path, fake, name):
-    client = provider(spec(name, fake.url), fake.api_key)
+    client = open_provider(spec(name, fake.url), fake.api_key)
     throttle = lambda operation: setattr(fake, "throttle", 3)  # noqa: E731  the next 3 polls
     try:
         operation = Operation(tmp_path / "state.json", client)
