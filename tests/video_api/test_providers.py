@@ -1,5 +1,6 @@
 """Both providers through their real SDKs against the HTTP doubles: several polls, a
-refusal, a failure, an expired operation, 429s; at most one submission per instance."""
+refusal, a failure, an expired operation, 429s, a retired model; at most one submission
+per instance."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.support.fake_video_api import FakeVideoAPI
 from vgi_models.registry import load_registry
 from workflow_scripts.common.pacing import SharedRateLimit
 from workflow_scripts.video_api.operation import NotResumable, Operation
+from workflow_scripts.video_api.provider import RetiredModel
 from workflow_scripts.video_api.providers import open_provider
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "tasks/examples"
@@ -133,3 +135,18 @@ def test_429_answers_to_polls_are_waited_out(tmp_path, fake, name):
         client.close()
     assert outcome.ok and len(fake.submissions) == 1
     assert sum(status == 429 for *_, status in fake.requests) == 3
+
+
+def test_a_retired_model_stops_with_one_line_that_says_how_to_import_its_videos(tmp_path, fake):
+    """The service's answer for a model past its shutdown date, through the real openai SDK
+    (the double answers as OpenAI does: 404 model_not_found; Sora's API shut down on
+    2026-09-24): no retry, nothing to resume, one line naming `source: videos`."""
+    fake.retired.add("sora-2")
+    with pytest.raises(RetiredModel) as error:
+        run(tmp_path, fake, "sora2")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("model 'sora-2' is retired")
+    assert "404 model_not_found" in message and "`source: videos`" in message
+    posts = [request for request in fake.requests if request[0] == "POST"]
+    assert len(posts) == 1 and fake.submissions == []  # asked once, never taken
+    assert not (tmp_path / "sora2" / "state.json").exists()  # a rerun asks again
