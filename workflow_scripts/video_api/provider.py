@@ -17,6 +17,7 @@ not counted. A service's error answer becomes one of the exceptions below
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,9 +82,9 @@ class Setting:
     required: bool = False
 
 
-class VideoProvider:
-    """A video model's service (the module docstring); a subclass fills in each part
-    marked 'a subclass's'."""
+class VideoProvider(ABC):
+    """A video model's service (the module docstring); a subclass fills in the class
+    attributes and every abstract method."""
 
     SETTINGS: dict[str, Setting] = {}  # the registry entry's `generation`, by SDK name
     SIZE_SETTING: str  # the setting that fixes the aspect (named where an image misfits)
@@ -92,19 +93,19 @@ class VideoProvider:
     # -- the class side: a registry entry's settings, no SDK ------------------------------
 
     @classmethod
+    @abstractmethod
     def seconds(cls, generation: dict) -> int:
         """The seconds of video one submission asks for (what it is billed by)."""
-        raise NotImplementedError  # a subclass's
 
     @classmethod
+    @abstractmethod
     def resolution(cls, generation: dict) -> str:
         """The resolution or size one submission asks for (a price table's sub-key)."""
-        raise NotImplementedError  # a subclass's
 
     @classmethod
+    @abstractmethod
     def frame_size(cls, generation: dict) -> tuple[int, int]:
         """(width, height) of the video asked for."""
-        raise NotImplementedError  # a subclass's
 
     @classmethod
     def rule_problems(cls, model_id: str, generation: dict) -> list[str]:
@@ -166,24 +167,25 @@ class VideoProvider:
         hooks = request_hooks(pace and pace.acquire_blocking, self.submits)
         self.connect(key, spec.base_url, hooks, timeout_s)
 
+    @abstractmethod
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
         """Make the SDK's client (importing the SDK), its httpx client given `hooks`."""
-        raise NotImplementedError  # a subclass's
 
+    @abstractmethod
     def submits(self, request) -> bool:
         """Whether an httpx request is a submission (counted in the pacing window)."""
-        raise NotImplementedError  # a subclass's
 
+    @abstractmethod
     def submit(self, image: Path, prompt: str) -> str:
         """Ask for the video of `image` and `prompt`; the operation id."""
-        raise NotImplementedError  # a subclass's
 
+    @abstractmethod
     def poll(self, operation_id: str) -> Outcome | None:
         """None while the operation runs; else its outcome (the video downloaded)."""
-        raise NotImplementedError  # a subclass's
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError  # a subclass's
+        """Close the SDK's client and its connections."""
 
     def retired(self, status: int, code: str | None) -> bool:
         """Whether an error answer (HTTP `status`, the service's error `code`) says the
