@@ -4,7 +4,7 @@ import shlex
 
 from workflow_scripts.study.documents import Study
 from workflow_scripts.study.status import StatusWriter
-from workflow_scripts.video_api.settings import nominal_clip
+from workflow_scripts.video_api.providers import nominal_clip
 
 
 def study_description():

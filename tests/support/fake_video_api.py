@@ -18,7 +18,8 @@ Each operation stays running for `polls` polls. What a submission ends as is cho
 input image (`refuse(path, outcome)`: a submission whose image looks like that one, resized
 or not, ends `refused` or `failed`); `forget()`
 drops every operation (an expired one). `throttle` answers that many next requests with
-HTTP 429 and a retry hint. A wrong key is HTTP 401. The video is a real mp4 made from the
+HTTP 429 and a retry hint. A wrong key is HTTP 401. A Sora model in `retired` is answered
+as OpenAI answers a model past its shutdown date (`RETIRED`). The video is a real mp4 made from the
 input image with imageio: the asked-for seconds at `fps` frames a second, small (`FRAME`)
 so that tests stay fast. Every submission is recorded (`submissions`), every key seen too.
 """
@@ -45,6 +46,16 @@ VEO = re.compile(
 )
 SORA = re.compile(r"/v1/videos(?:/(?P<id>[^/]+)(?P<content>/content)?)?")
 FRAME = (256, 144)  # width, height of the double's videos
+# OpenAI's answer to a request for a model past its shutdown date: HTTP 404, error code
+# `model_not_found`, a message pointing at the deprecations page. Its shape as users of the
+# openai SDK reported it verbatim after the shutdowns of 2024-01-04 (text-davinci-003,
+# gpt-4-0314: "Error code: 404 - {'error': {'message': 'The model `gpt-4-0314` has been
+# deprecated, learn more here: https://platform.openai.com/docs/deprecations', 'type':
+# 'invalid_request_error', 'param': None, 'code': 'model_not_found'}}").
+RETIRED = (
+    "The model `{model}` has been deprecated, learn more here: "
+    "https://platform.openai.com/docs/deprecations"
+)
 REFUSAL = "The input image contains content that was blocked by the safety filter (code 58061214)"
 
 
@@ -85,6 +96,7 @@ class FakeVideoAPI:
         self.requests: list[tuple[str, str, int]] = []  # method, path, status
         self.keys: set[str | None] = set()
         self.throttle = 0
+        self.retired: set[str] = set()  # Sora model ids past their shutdown date
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -226,15 +238,17 @@ class FakeVideoAPI:
     def _sora(self, method, video_id, content, body: bytes, content_type: str):
         if method == "POST" and video_id is None:
             fields = _multipart(body, content_type)
+            model = fields["model"].decode()
+            if model in self.retired:
+                message = RETIRED.format(model=model)
+                return 404, _error(False, 404, message, "model_not_found")
             image = fields["input_reference"]
             size = fields.get("size", b"720x1280").decode()
             if "x".join(map(str, Image.open(io.BytesIO(image)).size)) != size:
                 message = "Inpaint image must match the requested width and height"
                 return 400, _error(False, 400, message)
             settings = {"size": size, "seconds": fields.get("seconds", b"4").decode()}
-            op = self._submit(
-                "sora", fields["model"].decode(), fields["prompt"].decode(), image, settings
-            )
+            op = self._submit("sora", model, fields["prompt"].decode(), image, settings)
             return 200, self._video(op)
         op = self._poll(video_id) if not content else self.operations.get(video_id)
         if op is None:
@@ -275,7 +289,7 @@ class FakeVideoAPI:
         return video
 
 
-def _error(veo: bool, code: int, message: str) -> dict:
+def _error(veo: bool, code: int, message: str, kind: str | None = None) -> dict:
     if veo:
         status = {
             400: "INVALID_ARGUMENT",
@@ -284,8 +298,9 @@ def _error(veo: bool, code: int, message: str) -> dict:
             429: "RESOURCE_EXHAUSTED",
         }
         return {"error": {"code": code, "message": message, "status": status.get(code, "UNKNOWN")}}
-    kind = {429: "rate_limit_exceeded", 401: "invalid_api_key", 404: "not_found"}.get(code)
-    return {"error": {"message": message, "type": "invalid_request_error", "code": kind}}
+    kind = kind or {429: "rate_limit_exceeded", 401: "invalid_api_key", 404: "not_found"}.get(code)
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": kind}
+    return {"error": error}
 
 
 def _multipart(body: bytes, content_type: str) -> dict[str, bytes]:

@@ -1,5 +1,6 @@
 """Both providers through their real SDKs against the HTTP doubles: several polls, a
-refusal, a failure, an expired operation, 429s; at most one submission per instance."""
+refusal, a failure, an expired operation, 429s, a retired model; at most one submission
+per instance."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from tests.support.fake_video_api import FakeVideoAPI
 from vgi_models.registry import load_registry
 from workflow_scripts.common.pacing import SharedRateLimit
-from workflow_scripts.video_api.client import provider
 from workflow_scripts.video_api.operation import NotResumable, Operation
+from workflow_scripts.video_api.provider import RetiredModel
+from workflow_scripts.video_api.providers import open_provider
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "tasks/examples"
 IMAGE = EXAMPLES / "maze_square/input_image/lv1/maze_square_lv1_001.png"
@@ -37,7 +39,7 @@ def spec(name: str, url: str):
 
 
 def run(tmp_path, fake, name, resubmit=False, pace=None):
-    client = provider(spec(name, fake.url), fake.api_key, pace)
+    client = open_provider(spec(name, fake.url), fake.api_key, pace)
     submitted = []
     try:
         operation = Operation(tmp_path / name / "state.json", client, resubmit)
@@ -73,7 +75,7 @@ def test_a_refusal_or_failure_is_an_outcome_with_the_providers_reason(tmp_path, 
 
 @pytest.mark.parametrize("name", ["veo31", "sora2"])
 def test_an_expired_operation_is_an_error_and_resubmits_only_when_told(tmp_path, fake, name):
-    client = provider(spec(name, fake.url), fake.api_key)
+    client = open_provider(spec(name, fake.url), fake.api_key)
     operation = Operation(tmp_path / name / "state.json", client)
     operation._submit(IMAGE, "p", lambda op: None)  # submitted, then the job was killed
     client.close()
@@ -96,7 +98,7 @@ def test_a_submission_cut_off_before_its_id_came_back_needs_the_users_word(tmp_p
 
 
 def test_a_wrong_key_fails_without_a_submission_and_is_never_repeated_in_errors(tmp_path, fake):
-    client = provider(spec("sora2", fake.url), "wrong-key-123")
+    client = open_provider(spec("sora2", fake.url), "wrong-key-123")
     with pytest.raises(Exception) as error:
         Operation(tmp_path / "s.json", client).run(IMAGE, "p", lambda op: None, 0.01, 5)
     assert "401" in str(error.value) and "wrong-key-123" not in str(error.value)
@@ -124,7 +126,7 @@ def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_pa
 
 @pytest.mark.parametrize("name", ["veo31", "sora2"])
 def test_429_answers_to_polls_are_waited_out(tmp_path, fake, name):
-    client = provider(spec(name, fake.url), fake.api_key)
+    client = open_provider(spec(name, fake.url), fake.api_key)
     throttle = lambda operation: setattr(fake, "throttle", 3)  # noqa: E731  the next 3 polls
     try:
         operation = Operation(tmp_path / "state.json", client)
@@ -133,3 +135,18 @@ def test_429_answers_to_polls_are_waited_out(tmp_path, fake, name):
         client.close()
     assert outcome.ok and len(fake.submissions) == 1
     assert sum(status == 429 for *_, status in fake.requests) == 3
+
+
+def test_a_retired_model_stops_with_one_line_that_says_how_to_import_its_videos(tmp_path, fake):
+    """The service's answer for a model past its shutdown date, through the real openai SDK
+    (the double answers as OpenAI does: 404 model_not_found; Sora's API shut down on
+    2026-09-24): no retry, nothing to resume, one line naming `source: videos`."""
+    fake.retired.add("sora-2")
+    with pytest.raises(RetiredModel) as error:
+        run(tmp_path, fake, "sora2")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("model 'sora-2' is retired")
+    assert "404 model_not_found" in message and "`source: videos`" in message
+    posts = [request for request in fake.requests if request[0] == "POST"]
+    assert len(posts) == 1 and fake.submissions == []  # asked once, never taken
+    assert not (tmp_path / "sora2" / "state.json").exists()  # a rerun asks again

@@ -16,7 +16,7 @@ from workflow_scripts.benchmark.instances import load_instances, select_subset
 from workflow_scripts.benchmark.videos import find_videos
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
-from workflow_scripts.video_api.settings import image_problems, setting_problems
+from workflow_scripts.video_api.providers import image_problems, setting_problems
 
 
 class StudyError(ValueError):

@@ -5,13 +5,11 @@ the reply's text, its token usage and the model version the server reports, and 
 official judge. A job imports only its backend's SDK (`backend`): a start-up cost per job.
 Both send through an httpx client of ours whose request hook awaits `before_send` (the
 shared rate limit), so that a request is counted when it goes out, not when the SDK
-starts building it (`send_hooks`)."""
+starts building it (`common.http.request_hooks`)."""
 
 from __future__ import annotations
 
-import importlib
-import json
-import re
+from workflow_scripts.common.http import Answer, ServiceError, answer_of, registered
 
 MAX_OUTPUT_TOKENS = 8000
 USAGE_KEYS = ("prompt", "candidates", "thoughts", "cached", "total")
@@ -25,15 +23,6 @@ class JudgeCallError(Exception):
     def __init__(self, reason: str, attempts: int = 1, usage: dict | None = None):
         super().__init__(reason)
         self.reason, self.attempts, self.usage = reason, attempts, usage or {}
-
-
-class ServiceError(Exception):
-    """The service itself failed (key refused, quota exhausted, endpoint unreachable):
-    no further call of the job can succeed, so the job fails and writes nothing."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 class Fault(Exception):
@@ -65,20 +54,6 @@ def name_of(value) -> str:
     return str(getattr(value, "value", value))
 
 
-def retry_hint(headers, body) -> float | None:
-    """Seconds the server asked to wait: Retry-After, Gemini's RetryInfo, or 'retry in Xs'."""
-    text = body if isinstance(body, str) else json.dumps(body, default=str)
-    sources = (
-        (r"^\s*(\d+(?:\.\d+)?)\s*$", (headers or {}).get("retry-after", "")),
-        (r'"retryDelay":\s*"(\d+(?:\.\d+)?)s"', text),
-        (r"retry in (\d+(?:\.\d+)?)\s*s", text),
-    )
-    for pattern, source in sources:
-        if match := re.search(pattern, source, re.IGNORECASE):
-            return float(match[1])
-    return None
-
-
 def describe_error(error: Exception) -> str:
     """'ReadTimeout: timed out', or the bare class name when the message is empty."""
     return f"{type(error).__name__}: {error}".rstrip(": ")
@@ -88,22 +63,10 @@ def http_fault(code: int, message: str, hint: float | None) -> Exception:
     """408, 429 and 5xx are worth another attempt; 401, 403, 404 and a refused key fail the
     service at once; any other 4xx is about this request alone."""
     reason = f"HTTP {code}: {message}"[:300]
-    if code in (408, 429) or code >= 500:
+    answer = answer_of(code, message)
+    if answer is Answer.RETRY:
         return Fault(reason, hint, service=True)
-    if code in (401, 403, 404) or re.search(r"api[ _]?key", message, re.IGNORECASE):
-        return ServiceError(reason)
-    return JudgeCallError(reason)
-
-
-def send_hooks(before_send) -> dict:
-    """httpx `event_hooks` that await `before_send()` (if any) right before each POST is
-    sent: the SDK's own work on a request (its body, seconds on a busy host) comes first."""
-
-    async def hook(request) -> None:
-        if request.method == "POST":
-            await before_send()
-
-    return {"request": [hook]} if before_send else {}
+    return JudgeCallError(reason) if answer is Answer.REQUEST else ServiceError(reason)
 
 
 BACKENDS = {"gemini": "gemini", "openai": "openai_compatible"}  # modules of this package
@@ -111,4 +74,4 @@ BACKENDS = {"gemini": "gemini", "openai": "openai_compatible"}  # modules of thi
 
 def backend(name: str) -> type:
     """The backend class `name` (a key of BACKENDS), importing only its SDK."""
-    return importlib.import_module(f"workflow_scripts.judge.{BACKENDS[name]}").Backend
+    return registered("workflow_scripts.judge", BACKENDS, name, "Backend")

@@ -8,6 +8,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from workflow_scripts.common.http import request_hooks, retry_after
 from workflow_scripts.judge.backends import (
     BLOCKED,
     MAX_OUTPUT_TOKENS,
@@ -15,8 +16,6 @@ from workflow_scripts.judge.backends import (
     describe_error,
     http_fault,
     name_of,
-    retry_hint,
-    send_hooks,
     usage_counts,
 )
 
@@ -37,7 +36,7 @@ class Backend:
     def __init__(self, config: dict, key: str, before_send=None):
         self.model = config["model"]
         # Our own httpx client: its hook paces requests, and it keeps the SDK off aiohttp.
-        self.http = httpx.AsyncClient(event_hooks=send_hooks(before_send))
+        self.http = httpx.AsyncClient(event_hooks=request_hooks(before_send))
         options = types.HttpOptions(
             base_url=config["base_url"],
             api_version="v1beta",
@@ -73,7 +72,7 @@ class Backend:
             )
         except genai_errors.APIError as error:
             headers = error.response.headers if error.response is not None else {}
-            hint = retry_hint(headers, error.details)
+            hint = retry_after(headers, error.details)
             raise http_fault(error.code, error.message or name_of(error.status), hint) from error
         except httpx.TransportError as error:
             raise Fault(f"transport error: {describe_error(error)}", service=True) from error

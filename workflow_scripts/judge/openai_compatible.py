@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 
 import openai
 
+from workflow_scripts.common.http import request_hooks, retry_after
 from workflow_scripts.judge.backends import (
     MAX_OUTPUT_TOKENS,
     Fault,
     describe_error,
     http_fault,
-    retry_hint,
-    send_hooks,
     usage_counts,
 )
 
@@ -37,7 +36,7 @@ class Backend:
             base_url=config["base_url"],
             max_retries=0,
             timeout=config["timeout_s"],
-            http_client=openai.DefaultAsyncHttpxClient(event_hooks=send_hooks(before_send)),
+            http_client=openai.DefaultAsyncHttpxClient(event_hooks=request_hooks(before_send)),
         )
 
     async def generate(self, request: Request) -> tuple[str, dict, str | None]:
@@ -65,7 +64,7 @@ class Backend:
         except openai.APIStatusError as error:
             body = error.body
             message = body.get("message") if isinstance(body, dict) else None
-            hint = retry_hint(error.response.headers, body)
+            hint = retry_after(error.response.headers, body)
             raise http_fault(error.status_code, message or error.message, hint) from error
         except openai.APIConnectionError as error:
             raise Fault(

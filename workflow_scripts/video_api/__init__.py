@@ -1,2 +1,3 @@
-"""Commercial video models through their own SDKs (Veo: google-genai, Sora: openai):
-settings, the providers, the operation kept outside the outputs, the cost ledger."""
+"""Commercial video models through their own SDKs: one module per provider (a
+`provider.VideoProvider`, registered in `providers.py`), the operation kept outside the
+outputs, the cost ledger, the job."""

@@ -25,13 +25,14 @@ import yaml
 from vgi_models.registry import API_FIELDS, load_registry
 from vgi_models.state import state_key, write_atomic
 from workflow_scripts.common.files import write_json
+from workflow_scripts.common.http import ServiceError
 from workflow_scripts.common.layout import RESUME, parse_run_key, run_folder
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.common.pacing import SharedRateLimit
-from workflow_scripts.video_api.client import Retry, ServiceError, provider
 from workflow_scripts.video_api.ledger import record
 from workflow_scripts.video_api.operation import NotResumable, Operation
-from workflow_scripts.video_api.settings import resolution_of, seconds_of
+from workflow_scripts.video_api.provider import Retry
+from workflow_scripts.video_api.providers import open_provider, resolution_of, seconds_of
 
 FAILURE = "Video API failure: "
 
@@ -70,7 +71,7 @@ def generate_api_job(smk) -> None:
         state = run_folder(Path(outdir) / RESUME, run, task, instance) / f"{digest}.json"
         limit = (options["requests_per_minute"] or {}).get(spec.model_id)
         pace = limit and SharedRateLimit(Path(outdir) / RESUME / f"rate_{spec.model_id}", limit)
-        client = provider(spec, key, pace)
+        client = open_provider(spec, key, pace)
         started = time.perf_counter()
         try:
             operation = Operation(state, client, options["resubmit"])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.common.files import write_json
-from workflow_scripts.video_api.settings import resolution_of, seconds_of
+from workflow_scripts.video_api.providers import resolution_of, seconds_of
 
 LEDGER = "ledger"
 COLUMNS = [

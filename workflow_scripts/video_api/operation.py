@@ -14,7 +14,11 @@ atomically at each turn:
    stops the job with a message; only `resubmit` (the user's `video_api.resubmit: true`)
    submits again, as it does for a forced rerun of a refused or failed one. A request the
    provider answered with 429 or 5xx, or that never connected, was not taken: it is sent
-   again after the server's hint or a backoff.
+   again after the server's hint or a backoff (tenacity: `SUBMISSION`).
+
+A poll answered with 429 or 5xx is waited out until the deadline, with a backoff that
+starts again after each answer: a loop of its own (tenacity counts every attempt, and a
+poll's interval is no failure).
 """
 
 from __future__ import annotations
@@ -26,13 +30,40 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+import tenacity
+
 from vgi_models.state import write_atomic
-from workflow_scripts.video_api.client import Outcome, Retry, UnknownOperation
+from workflow_scripts.video_api.provider import Outcome, Retry, UnknownOperation
 
 log = logging.getLogger(__name__)
 
 SUBMIT_ATTEMPTS = 6
 BACKOFF_S = (2.0, 60.0)  # first wait and cap, doubling
+
+
+def not_taken(error: BaseException) -> bool:
+    """A submission the provider surely did not take (a 429 or 5xx, never connected)."""
+    return isinstance(error, Retry) and not error.unsure
+
+
+def hinted_backoff(state: tenacity.RetryCallState) -> float:
+    """The server's hint, else a doubling backoff (BACKOFF_S: first wait and cap)."""
+    hint = state.outcome.exception().after
+    return hint or tenacity.wait_exponential(multiplier=BACKOFF_S[0], max=BACKOFF_S[1])(state)
+
+
+# A submission not taken is sent again; an unsure one never (it may have been taken).
+SUBMISSION = tenacity.Retrying(
+    stop=tenacity.stop_after_attempt(SUBMIT_ATTEMPTS),
+    wait=hinted_backoff,
+    retry=tenacity.retry_if_exception(not_taken),
+    before_sleep=lambda state: log.warning(
+        "submission not taken (%s); again in %.1f s",
+        state.outcome.exception(),
+        state.next_action.sleep,
+    ),
+    reraise=True,
+)
 
 
 class NotResumable(Exception):
@@ -90,22 +121,15 @@ class Operation:
 
     def _submit(self, image: Path, prompt: str, on_submit: Callable[[str], None]) -> None:
         self._save(status="submitting", since=now())
-        for attempt in range(SUBMIT_ATTEMPTS):
-            try:
-                operation = self.provider.submit(image, prompt)
-                break
-            except Retry as error:
-                if error.unsure:
-                    raise  # the request went out and no answer came: `submitting` stays
-                if attempt == SUBMIT_ATTEMPTS - 1:
-                    self.path.unlink()  # never taken: nothing to resume
-                    raise
-                wait = error.after or min(BACKOFF_S[0] * 2**attempt, BACKOFF_S[1])
-                log.warning("submission not taken (%s); again in %.1f s", error, wait)
-                time.sleep(wait)
-            except Exception:
-                self.path.unlink()  # refused outright (a bad request or key): never taken
-                raise
+        try:
+            operation = SUBMISSION(self.provider.submit, image, prompt)
+        except Retry as error:
+            if not error.unsure:  # never taken (the last 429 or 5xx): nothing to resume
+                self.path.unlink()
+            raise  # unsure: the request went out and no answer came: `submitting` stays
+        except Exception:
+            self.path.unlink()  # refused outright (a bad request or key): never taken
+            raise
         self._save(status="submitted", operation=operation, submitted_at=now())
         self.submissions += 1
         log.info("submitted: operation %s", operation)
@@ -115,7 +139,7 @@ class Operation:
         operation, deadline, failures = self.state["operation"], time.monotonic() + timeout_s, 0
         while True:
             try:
-                outcome = self.provider.check(operation)
+                outcome = self.provider.poll(operation)
                 failures = 0
             except Retry as error:
                 failures += 1
