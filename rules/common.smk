@@ -125,8 +125,7 @@ GENERATE_EXPORTS = "".join(
 # A prefix replaces Snakemake's own (bash strict mode), so it comes first. The prefix is not
 # part of the command text Snakemake compares for reruns (`rule.shellcmd`).
 shell.prefix(
-    "set -euo pipefail; "
-    + GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}")
+    "set -euo pipefail; " + GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}")
 )
 
 
