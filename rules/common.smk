@@ -118,15 +118,16 @@ GENERATE_ENV = {
     "VGI_RESUME_DIR": os.path.join(OUT, RESUME),
     "VGI_SAVE_EVERY": str(config["denoise"]["save_every"]),
 }
-GENERATE_EXPORTS = "".join(
-    f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()
-)
-# Snakemake formats the prefix like a command: braces (a registry path may hold them) doubled.
 # A prefix replaces Snakemake's own (bash strict mode), so it comes first. The prefix is not
 # part of the command text Snakemake compares for reruns (`rule.shellcmd`).
-shell.prefix(
-    "set -euo pipefail; " + GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}")
+SHELL_PREFIX = "".join(
+    [
+        "set -euo pipefail; ",
+        *(f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()),
+    ]
 )
+# Snakemake formats the prefix like a command: braces (a registry path may hold them) doubled.
+shell.prefix(SHELL_PREFIX.replace("{", "{{").replace("}", "}}"))
 
 
 wildcard_constraints:
