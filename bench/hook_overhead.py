@@ -35,7 +35,7 @@ MODELS = ("tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23")
 
 def timed_call(spec, pipe, image, mode: str) -> float:
     """Seconds of one generation in `mode` (plain, capture, capture+decode)."""
-    kwargs = spec.module.call_kwargs(spec.generation)
+    kwargs = spec.pipeline_family.call_kwargs(spec.generation)
     generator = torch.Generator().manual_seed(0)
     start = time.perf_counter()
     with torch.inference_mode():
@@ -53,10 +53,10 @@ def timed_call(spec, pipe, image, mode: str) -> float:
                     **kwargs,
                 )
             if mode == "capture+decode":
-                final = spec.module.final_latents(pipe, out)
+                final = spec.pipeline_family.final_latents(pipe, out)
                 for checkpoint in rec.checkpoints.values():
-                    spec.module.decode(
-                        pipe, spec.module.checkpoint_latents(pipe, checkpoint.x0, final)
+                    spec.pipeline_family.decode(
+                        pipe, spec.pipeline_family.checkpoint_latents(pipe, checkpoint.x0, final)
                     )
     return time.perf_counter() - start
 

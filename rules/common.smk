@@ -32,6 +32,7 @@ from workflow_scripts.judge.settings import (
 )
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.transitions.settings import load_transitions
+from vgi_models.registry import SCHEMA as REGISTRY_SCHEMA, with_defaults
 
 RUN_STARTED = time.time()
 OUT = config["outdir"]
@@ -41,13 +42,10 @@ RUN = f"{TASK}/{{instance}}"  # a (model, instance): the GPU jobs' unit
 with open(config["model_registry"], encoding="utf-8") as registry_file:
     REGISTRY = yaml.safe_load(registry_file)
 try:
-    schema = os.path.join(
-        workflow.current_basedir, "../config/schemas/models.schema.yaml"
-    )
-    check(REGISTRY, schema, config["model_registry"])
+    check(REGISTRY, REGISTRY_SCHEMA, config["model_registry"])
 except SchemaError as err:
     raise WorkflowError(str(err)) from None
-validate(REGISTRY, "../config/schemas/models.schema.yaml")  # fills in the defaults
+REGISTRY = with_defaults(REGISTRY)
 
 # Everything the rules need, checked before any job; every problem at once.
 try:
@@ -80,8 +78,6 @@ if STUDY.without_checkpoints and workflow.is_main_process:
 
 JUDGES = [MAIN, *VARIANTS]  # every judge of the run, by name
 RELIABILITY = config["judge_reliability"]
-# Human preferences configured: rule judge_reliability is part of `all`.
-HUMANS = bool(RELIABILITY["preferences"] or RELIABILITY["rankings"])
 
 INSTANCES = STUDY.instances
 # Every run: the `model` wildcard is a run key (common.layout.run_key): the model's plain
@@ -101,7 +97,7 @@ TASKS = {
 GENERATION_PARAMS = {
     key: STUDY.generation_params(model, seed) for key, (model, _, seed) in RUNS.items()
 }
-GENERATED_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.generated]
+PIPELINE_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.pipelines]
 API_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.api]
 
 # How `generate`'s shell command finds the interpreter, its entry and the registry (read
@@ -122,11 +118,16 @@ GENERATE_ENV = {
     "VGI_RESUME_DIR": os.path.join(OUT, RESUME),
     "VGI_SAVE_EVERY": str(config["denoise"]["save_every"]),
 }
-GENERATE_EXPORTS = "".join(
-    f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()
+# A prefix replaces Snakemake's own (bash strict mode), so it comes first. The prefix is not
+# part of the command text Snakemake compares for reruns (`rule.shellcmd`).
+SHELL_PREFIX = "".join(
+    [
+        "set -euo pipefail; ",
+        *(f"export {k}={shlex.quote(v)}; " for k, v in GENERATE_ENV.items()),
+    ]
 )
 # Snakemake formats the prefix like a command: braces (a registry path may hold them) doubled.
-shell.prefix(GENERATE_EXPORTS.replace("{", "{{").replace("}", "}}"))
+shell.prefix(SHELL_PREFIX.replace("{", "{{").replace("}", "}}"))
 
 
 wildcard_constraints:
@@ -189,7 +190,7 @@ def task_checkpoints(wildcards):
     """Input function: the checkpoint folders of the job's task (generated runs only)."""
     return (
         task_runs(f"{RUN}/denoise")(wildcards)
-        if wildcards.model in GENERATED_RUNS
+        if wildcards.model in PIPELINE_RUNS
         else []
     )
 
@@ -197,7 +198,7 @@ def task_checkpoints(wildcards):
 def label_frames(wildcards):
     """Params function: the checkpoint steps whose frames the transition labels show and
     how many of each, as JSON (null: a run without checkpoints)."""
-    if wildcards.model not in GENERATED_RUNS:
+    if wildcards.model not in PIPELINE_RUNS:
         return "null"
     steps = sorted({step for pair in TRANSITIONS.pairs for step in pair})
     return json.dumps({"steps": steps, "frames": TRANSITIONS.frames_per_checkpoint})

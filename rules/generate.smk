@@ -24,7 +24,7 @@ rule generate:
     log:
         f"{OUT}/logs/generate/{{model}}/{{task}}/{{instance}}.log",
     wildcard_constraints:
-        model=one_of(GENERATED_RUNS),
+        model=one_of(PIPELINE_RUNS),
     conda:
         "../envs/inference.yaml"
     threads: model_resource("threads", 1)

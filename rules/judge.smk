@@ -84,7 +84,7 @@ rule judge_checkpoints:
     log:
         f"{OUT}/logs/judge_checkpoints/{{model}}/{{task}}.log",
     wildcard_constraints:
-        model=one_of(STUDY.generated),
+        model=one_of(STUDY.pipelines),
     localrule: True
     conda:
         "../envs/judge.yaml"

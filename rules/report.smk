@@ -99,8 +99,8 @@ rule plots:
 
 rule trajectory_scores:
     input:
-        checkpoints=per_task("judge_checkpoints", STUDY.generated, main_only=True),
-        scores=per_task("judge", STUDY.generated, main_only=True),
+        checkpoints=per_task("judge_checkpoints", STUDY.pipelines, main_only=True),
+        scores=per_task("judge", STUDY.pipelines, main_only=True),
     output:
         table=report(
             f"{OUT}/tables/trajectory_scores.csv",

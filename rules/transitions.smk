@@ -8,7 +8,7 @@ rule label_transitions:
     log:
         f"{OUT}/logs/label_transitions/{{model}}/{{task}}.log",
     wildcard_constraints:
-        model=one_of(GENERATED_RUNS),
+        model=one_of(PIPELINE_RUNS),
     localrule: True
     conda:
         "../envs/judge.yaml"
@@ -25,7 +25,7 @@ rule label_transitions:
 
 rule transitions_all:
     input:
-        per_task("transitions", STUDY.generated),
+        per_task("transitions", STUDY.pipelines),
 
 
 rule export_label_sheet:

@@ -38,8 +38,9 @@ def generate(
 ) -> dict:
     """Run the model on one instance, decode every checkpoint, return the metadata written.
 
-    The family module maps the pipeline's latent output (`final_latents`) and a recorded
-    state (`checkpoint_latents`) to the same latent form, which its `decode` turns into frames.
+    The pipeline family (`vgi_models.families`) maps the pipeline's latent output
+    (`final_latents`) and a recorded state (`checkpoint_latents`) to the same latent form,
+    which its `decode` turns into frames.
     Checkpoints are recorded over the first (or only) stage; `refine` runs any later stage, whose
     output is the video (LTX-2.3's two-stage recipe: checkpoints at the first stage's size).
 
@@ -47,17 +48,19 @@ def generate(
     there every `save_every` steps and on SIGTERM, until the outputs are written; a state an
     earlier attempt saved for the same settings, prompt, image and versions is resumed.
     """
+    if not steps:
+        raise ValueError("denoise.steps is empty: name at least one step to decode")
     out_dir = Path(out_dir)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    gen, family = spec.generation, spec.module
+    gen, family = spec.generation, spec.pipeline_family
     seconds = {}
 
     t0 = time.perf_counter()
     pipe = spec.build()
     lora = spec.apply_lora(pipe)  # before placement: offload hooks wrap the final modules
-    pipe = place(pipe, spec.runtime, device)
+    pipe = place(pipe, spec.runtime, device, family.denoisers)
     seconds["load"] = time.perf_counter() - t0
 
     generator = torch.Generator("cpu").manual_seed(gen["seed"])
@@ -73,7 +76,7 @@ def generate(
             versions=versions,
         )
         path = Path(state_dir) / f"{key}.pt"
-        trajectory = Trajectory(pipe, path, generator, save_every, family.LOOP_TENSORS)
+        trajectory = Trajectory(pipe, path, generator, save_every, family.loop_tensors)
 
     with trajectory as resumable:  # a SIGTERM while decoding keeps the last step's state
         t0 = time.perf_counter()
@@ -91,12 +94,14 @@ def generate(
         final = family.decode(pipe, latents)
         audio = family.final_audio(pipe, output) if gen.get("keep_audio") else None
         write_video(final, out_dir / "video.mp4", gen["fps"], audio)
+        checkpoint_size = None  # of the recorded (first) stage's frames
         for step in steps:
             for kind in KINDS[decode]:
                 state = getattr(rec.checkpoints[step], kind)
                 state = family.checkpoint_latents(pipe, state, recorded)
                 frames = final if torch.equal(state, latents) else family.decode(pipe, state)
                 write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
+                checkpoint_size = {"height": int(frames.shape[1]), "width": int(frames.shape[2])}
         seconds["decode"] = time.perf_counter() - t0
 
         meta = {
@@ -112,7 +117,7 @@ def generate(
             "height": int(final.shape[1]),
             "width": int(final.shape[2]),
             # a two-stage model's checkpoints: its first stage
-            "checkpoint_size": {"height": int(frames.shape[1]), "width": int(frames.shape[2])},
+            "checkpoint_size": checkpoint_size,
             "fps": gen["fps"],
             "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
             "threads": torch.get_num_threads(),

@@ -6,7 +6,7 @@ The registry's `lora` setting of a model entry:
       format: diffsynth        # diffusers | diffsynth
       path: Video-Reason/VBVR-Wan2.2-diffsynth   # a directory, a hub id in the local cache,
                                # one .safetensors file (single-transformer families) or `tiny`
-      files: {transformer: high_noise_lora.safetensors}   # optional; defaults in DEFAULT_FILES
+      files: {transformer: high_noise_lora.safetensors}   # optional; default: the family's
       scale: 1.0               # LoRA strength (adapter weight, or the fusing scale)
       fuse: false              # merge into the base weights and drop the LoRA layers
       rank: 4                  # `tiny` only: rank of the random LoRA built in code
@@ -71,51 +71,28 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from vgi_models.families import FAMILIES
 from vgi_models.sources import resolve
 
 ADAPTER = "vbvr"
 FORMATS = ("diffusers", "diffsynth")
 TINY = "tiny"
 
-_WAN22 = {
-    "transformer": "high_noise_lora.safetensors",
-    "transformer_2": "low_noise_lora.safetensors",
-}
-DEFAULT_FILES = {
-    "diffsynth": {
-        "wan21": {"transformer": "lora.safetensors"},
-        "wan22": _WAN22,
-        "ltx23": {"transformer": "lora.safetensors"},
-    },
-    "diffusers": {
-        "wan21": {"transformer": "pytorch_lora_weights.safetensors"},
-        "wan22": _WAN22,
-        "ltx23": {"transformer": "pytorch_lora_weights.safetensors"},
-    },
-}
-
-_ATTENTION = {"q": "to_q", "k": "to_k", "v": "to_v", "o": "to_out.0"}
-# DiffSynth's Wan DiT module -> diffusers' WanTransformer3DModel module (within blocks.{i}).
-WAN_MODULES = {
-    **{f"self_attn.{o}": f"attn1.{c}" for o, c in _ATTENTION.items()},
-    **{f"cross_attn.{o}": f"attn2.{c}" for o, c in _ATTENTION.items()},
-    "cross_attn.k_img": "attn2.add_k_proj",
-    "cross_attn.v_img": "attn2.add_v_proj",
-    "ffn.0": "ffn.net.0.proj",
-    "ffn.2": "ffn.net.2",
-}
-# What VBVR (and DiffSynth's Wan scripts) train: q,k,v,o of both attentions, ffn.0, ffn.2.
-WAN_TARGETS = tuple(m for m in WAN_MODULES if not m.endswith("_img"))
-LTX_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
-
 _DIFFSYNTH_KEY = re.compile(
     r"(?:pipe\.dit2?\.|dit2?\.|diffusion_model\.)?(?P<module>.+)\.lora_(?P<ab>[AB])(?:\.default)?\.weight"
 )
-_WAN_MODULE = re.compile(r"blocks\.\d+\.(?:" + "|".join(re.escape(m) for m in WAN_MODULES) + ")")
 
 
 class LoraError(ValueError):
     """A LoRA file that does not fit the pipeline it is applied to."""
+
+
+def _default_files(family: str, fmt: str) -> dict[str, str]:
+    """The family's published LoRA file for each component it goes into."""
+    files = FAMILIES[family].lora_files
+    if not files:
+        raise ValueError(f"no LoRA support for family {family!r}")
+    return files[fmt]
 
 
 def lora_files(family: str, lora: dict) -> dict[str, Path]:
@@ -123,9 +100,7 @@ def lora_files(family: str, lora: dict) -> dict[str, Path]:
     fmt = lora["format"]
     if fmt not in FORMATS:
         raise ValueError(f"lora.format {fmt!r} is not one of {FORMATS}")
-    if family not in DEFAULT_FILES[fmt]:
-        raise ValueError(f"no LoRA support for family {family!r}")
-    names = lora.get("files") or DEFAULT_FILES[fmt][family]
+    names = lora.get("files") or _default_files(family, fmt)
     path = resolve(lora["path"], "LoRA weights")
     if path.is_file():
         if len(names) != 1:
@@ -151,7 +126,7 @@ def apply_lora(pipe, family: str, lora: dict) -> dict:
     fuse = bool(lora.get("fuse", False))
     if lora["path"] == TINY:
         rank, seed = lora.get("rank", 4), lora.get("seed", 0)
-        components = DEFAULT_FILES[fmt][family]
+        components = _default_files(family, fmt)
         sources = {
             c: (f"tiny:{c}", tiny_lora(pipe, family, c, fmt, rank, seed + i))
             for i, c in enumerate(components)
@@ -221,11 +196,8 @@ def diffsynth_to_original(state_dict: dict, family: str, name: str) -> dict:
         if match is None:
             raise LoraError(f"LoRA file {name}: {key!r} is not a DiffSynth LoRA key")
         module = match["module"]
-        if family.startswith("wan") and not _WAN_MODULE.fullmatch(module):
-            raise LoraError(
-                f"LoRA file {name}: {key!r} names no Wan DiT module "
-                f"(expected blocks.<i>.<{'|'.join(WAN_MODULES)}>)"
-            )
+        if problem := FAMILIES[family].diffsynth_module_problem(module):
+            raise LoraError(f"LoRA file {name}: {key!r} {problem}")
         out[f"diffusion_model.{module}.lora_{match['ab']}.weight"] = value
     return out
 
@@ -264,20 +236,7 @@ def tiny_lora(pipe, family: str, component: str, fmt: str, rank: int, seed: int)
     import torch
 
     model = getattr(pipe, component)
-    if family.startswith("wan"):
-        names = [
-            (f"blocks.{i}.{ours}", f"blocks.{i}.{WAN_MODULES[ours]}")
-            for i in range(len(model.blocks))
-            for ours in WAN_TARGETS
-        ]
-    else:
-        names = [
-            (n, n)
-            for n, m in model.named_modules()
-            if isinstance(m, torch.nn.Linear)
-            and n.startswith("transformer_blocks.")
-            and n.endswith(tuple(f".{t}" for t in LTX_TARGETS))
-        ]
+    names = FAMILIES[family].lora_modules(model)
     generator = torch.Generator().manual_seed(seed)
     state = {}
     for diffsynth_name, diffusers_name in names:

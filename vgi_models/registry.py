@@ -1,37 +1,47 @@
-"""The model registry: `config/models.yaml` entries as `ModelSpec`s that build pipelines."""
+"""The model registry: `config/models.yaml` entries as `ModelSpec`s that build pipelines.
+
+Every reader goes through here, with the schema's defaults filled in once (`with_defaults`):
+the workflow (after checking the file), and a job resolving its run's model (`run_spec`).
+"""
 
 from __future__ import annotations
 
-import importlib
+import copy
+import functools
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
+import jsonschema
+import yaml
+
+from vgi_models.families import FAMILIES, Family
 from vgi_models.sources import resolve
 
-TINY = "tiny"
-VIDEOS = "videos"  # a folder of videos made elsewhere: no pipeline, no checkpoints
+SCHEMA = Path(__file__).resolve().parents[1] / "config" / "schemas" / "models.schema.yaml"
+# A model's kind: how its videos are made.
+PIPELINE = "pipeline"  # a local diffusers pipeline (`family`), with denoising checkpoints
 API = "api"  # a commercial video API (`provider`): made by the workflow, no checkpoints
+VIDEOS = "videos"  # a folder of videos made elsewhere: no pipeline, no checkpoints
+TINY = "tiny"  # a pipeline's `source`: randomly initialised weights, built from config
 API_FIELDS = ("provider", "model_id", "api_key_env", "base_url")
-FAMILIES = {
-    "wan21": "vgi_models.families.wan",
-    "wan22": "vgi_models.families.wan",
-    "hunyuan15": "vgi_models.families.hunyuan15",
-    "ltx23": "vgi_models.families.ltx23",
-}
-# `source: tiny`: each family's randomly initialised builder, in a module beside it.
-TINY_BUILDERS = {family: f"{module}_tiny" for family, module in FAMILIES.items()}
+# What a job reads from the registry itself, not from its params: how the model runs or is
+# reached, which changes no video (and so reruns nothing).
+HOW_IT_RUNS = ("runtime", "resources", "api_key_env", "base_url")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One registry entry. `generation` holds every setting that shapes the video; an
-    entry with `source: videos` has none, only the `videos` folder it reads. An entry with
-    `source: api` names its `provider` (veo, sora), the provider's `model_id`, the variable
-    holding its key (`api_key_env`) and optionally an endpoint (`base_url`); its
-    `generation` holds the provider's own settings, named as its SDK names them."""
+    """One registry entry. `kind` says how its videos are made (`PIPELINE`, `API`, `VIDEOS`);
+    `source` is the registry's, for a pipeline where its weights are (`tiny`, a folder, a hub
+    id). `generation` holds every setting that shapes the video; an entry with
+    `source: videos` has none, only the `videos` folder it reads. An entry with `source: api`
+    names its `provider` (veo, sora), the provider's `model_id`, the variable holding its key
+    (`api_key_env`) and optionally an endpoint (`base_url`); its `generation` holds the
+    provider's own settings, named as its SDK names them."""
 
     key: str
+    kind: str
     family: str | None
     source: str
     dtype: str
@@ -48,17 +58,27 @@ class ModelSpec:
     @property
     def generates(self) -> bool:
         """Whether the workflow makes this model's videos (a pipeline or a video API)."""
-        return self.source != VIDEOS
+        return self.kind != VIDEOS
 
     @property
     def denoises(self) -> bool:
         """Whether its videos come from a local pipeline, with denoising checkpoints."""
-        return self.source not in (VIDEOS, API)
+        return self.kind == PIPELINE
 
     @property
-    def module(self) -> ModuleType:
-        """The family module (imported on first use: the DAG is built without torch)."""
-        return importlib.import_module(FAMILIES[self.family])
+    def calls_api(self) -> bool:
+        """Whether its videos come from a commercial video API."""
+        return self.kind == API
+
+    @property
+    def tiny(self) -> bool:
+        """Whether it is a pipeline with tiny random weights (no files to find)."""
+        return self.denoises and self.source == TINY
+
+    @property
+    def pipeline_family(self) -> Family:
+        """The pipeline family (`vgi_models.families`)."""
+        return FAMILIES[self.family]
 
     @property
     def steps(self) -> int:
@@ -66,9 +86,9 @@ class ModelSpec:
 
     def settings(self) -> dict:
         """Everything in the entry that determines a generated video (not how it runs)."""
-        if not self.generates:
+        if self.kind == VIDEOS:
             return {"source": VIDEOS, "videos": self.videos}
-        if self.source == API:  # not how it is reached: key variable, endpoint
+        if self.kind == API:  # not how it is reached: key variable, endpoint
             return {
                 "source": API,
                 "provider": self.provider,
@@ -99,29 +119,72 @@ class ModelSpec:
         """The diffusers pipeline with tiny random or real weights."""
         import torch
 
-        if self.source == TINY:
-            builder = importlib.import_module(TINY_BUILDERS[self.family])
-            return builder.build_tiny(self.family, self.generation)
-        return self.module.load(self.resolve_source(), self.generation, getattr(torch, self.dtype))
+        family = self.pipeline_family
+        if self.tiny:
+            return family.build_tiny(self.generation)
+        return family.load(self.resolve_source(), self.generation, getattr(torch, self.dtype))
+
+
+@functools.cache
+def _schema() -> dict:
+    return yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
+
+
+def _fill_defaults(validator, properties, instance, schema):
+    if isinstance(instance, dict):
+        for name, subschema in properties.items():
+            if "default" in subschema:
+                instance.setdefault(name, copy.deepcopy(subschema["default"]))
+    yield from jsonschema.Draft202012Validator.VALIDATORS["properties"](
+        validator, properties, instance, schema
+    )
+
+
+_DefaultFiller = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, {"properties": _fill_defaults}
+)
+
+
+def with_defaults(entries: dict) -> dict:
+    """A copy of registry entries with the schema's defaults filled in at every depth (as
+    Snakemake's `validate` fills them); it checks nothing."""
+    entries = copy.deepcopy(entries)
+    for _ in _DefaultFiller(_schema()).iter_errors(entries):
+        pass
+    return entries
 
 
 def load_registry(entries: dict) -> dict[str, ModelSpec]:
-    """Registry entries (already schema-validated) keyed by model key."""
-    return {
-        key: ModelSpec(
+    """Registry entries (schema-checked) keyed by model key, the schema's defaults filled in."""
+    specs = {}
+    for key, entry in with_defaults(entries).items():
+        source = entry["source"]
+        specs[key] = ModelSpec(
             key=key,
+            kind=source if source in (API, VIDEOS) else PIPELINE,
             family=entry.get("family"),
-            source=entry["source"],
-            dtype=entry.get("dtype", "bfloat16"),
+            source=source,
+            dtype=entry["dtype"],
             generation=entry.get("generation", {}),
             resources=entry.get("resources", {}),
-            runtime=entry.get("runtime", {}),
+            runtime=entry["runtime"],
             lora=entry.get("lora"),
             videos=entry.get("videos"),
             **{name: entry.get(name) for name in API_FIELDS},
         )
-        for key, entry in entries.items()
-    }
+    return specs
+
+
+def run_spec(registry: str | Path, model: str, settings: str) -> tuple[ModelSpec, dict | None]:
+    """The model of one run as its job resolves it, and the denoising checkpoints to decode
+    (None: a video API). What decides the video comes from the job's `settings` param
+    (`ModelSpec.settings()` with the run's seed, and `denoise`); how it runs or is reached
+    (`HOW_IT_RUNS`) from the registry file as it is when the job starts."""
+    settings = json.loads(settings)
+    denoise = settings.pop("denoise", None)
+    own = yaml.safe_load(Path(registry).read_text(encoding="utf-8"))[model]
+    entry = settings | {name: own[name] for name in HOW_IT_RUNS if name in own}
+    return load_registry({model: entry})[model], denoise
 
 
 def problems_of(
@@ -134,11 +197,11 @@ def problems_of(
             found.append(f"models: {key!r} is not in the model registry ({', '.join(specs)})")
             continue
         spec = specs[key]
-        if not spec.generates:
+        if spec.kind == VIDEOS:
             if not Path(spec.videos).is_dir():
                 found.append(f"model {key!r}: videos folder not found ({spec.videos})")
             continue
-        if not spec.denoises:  # a video API: its settings are checked against the instances
+        if spec.calls_api:  # its settings are checked against the instances
             continue
         beyond = [s for s in denoise_steps if s > spec.steps]
         if beyond:
@@ -146,7 +209,7 @@ def problems_of(
                 f"model {key!r}: denoise.steps {beyond} exceed its "
                 f"num_inference_steps ({spec.steps})"
             )
-        if spec.source != TINY:
+        if not spec.tiny:
             try:
                 weights = Path(spec.resolve_source())
             except FileNotFoundError as err:

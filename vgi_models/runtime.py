@@ -6,23 +6,22 @@ the registry's `runtime` block and are not part of the settings that trigger rer
 
 from __future__ import annotations
 
-DENOISERS = ("transformer", "transformer_2")
 
-
-def place(pipe, runtime: dict, device: str):
-    """Apply the runtime settings and put the pipeline on `device` (or offload it there).
+def place(pipe, runtime: dict, device: str, denoisers: tuple[str, ...]):
+    """Apply the runtime settings (the registry's, its defaults filled in) and put the
+    pipeline on `device` (or offload it there); the attention backend is set on `denoisers`
+    (the family's).
 
     `offload: model` keeps each component on the CPU until the pipeline calls it (the text
     encoders go back to the CPU after encoding); `sequential` streams layer by layer.
     """
-    backend = runtime.get("attention_backend", "native")
+    backend = runtime["attention_backend"]
     if backend != "native":
-        for name in DENOISERS:
-            if getattr(pipe, name, None) is not None:
-                getattr(pipe, name).set_attention_backend(backend)
-    if runtime.get("vae_tiling", False):
+        for name in denoisers:
+            getattr(pipe, name).set_attention_backend(backend)
+    if runtime["vae_tiling"]:
         pipe.vae.enable_tiling()
-    offload = runtime.get("offload", "none")
+    offload = runtime["offload"]
     if offload == "none" or device == "cpu":
         return pipe.to(device)
     if offload == "model":

@@ -7,8 +7,6 @@ import logging
 import os
 from pathlib import Path
 
-import yaml
-
 from workflow_scripts.common.layout import parse_run_key, run_folder
 from workflow_scripts.common.logs import shell_job
 
@@ -16,28 +14,26 @@ from workflow_scripts.common.logs import shell_job
 def generate_job(argv: list[str]) -> None:
     """Rule `generate`: run one model on one instance with the settings carried in params.
 
-    How the model runs (`runtime`: offload, tiling, attention) is read from the registry
-    when the job starts: it does not change the video, so it is not a param (no reruns).
-    Nor are where its resumable state lives and how often it is saved (`VGI_RESUME_DIR`,
-    `VGI_SAVE_EVERY`, from the shell prefix): the state goes under
-    `<VGI_RESUME_DIR>/<run>/<task>/<instance>/`.
+    The model is resolved by `vgi_models.registry.run_spec`: how it runs (`runtime`: offload,
+    tiling, attention) is read from the registry when the job starts: it does not change the
+    video, so it is not a param (no reruns). Nor are where its resumable state lives and how
+    often it is saved (`VGI_RESUME_DIR`, `VGI_SAVE_EVERY`, from the shell prefix): the state
+    goes under `<VGI_RESUME_DIR>/<run>/<task>/<instance>/`. The run is the `model` wildcard;
+    the task and instance are read from the video's path, since naming them in the shell
+    command would change its text, which reruns every finished job.
     """
     job = shell_job(argv, ["model", "settings", "registry", "image", "prompt", "video", "threads"])
     import torch
 
     from vgi_models.generate import generate
-    from vgi_models.registry import load_registry
+    from vgi_models.registry import run_spec
 
-    settings = json.loads(job.settings)
-    denoise = settings.pop("denoise")
-    model = parse_run_key(job.model)[0]  # a condition's or seed's run: its settings carry the seed
-    with open(job.registry, encoding="utf-8") as registry:
-        settings["runtime"] = yaml.safe_load(registry)[model].get("runtime", {})
-    spec = load_registry({model: settings})[model]
+    # a condition's or seed's run: its settings carry the seed
+    spec, denoise = run_spec(job.registry, parse_run_key(job.model)[0], job.settings)
     torch.set_num_threads(int(job.threads))
     logging.getLogger("vgi_models").setLevel(logging.INFO)  # steps, saves, resumes
     video = Path(job.video)
-    state_dir = run_folder(os.environ["VGI_RESUME_DIR"], *video.parts[-4:-1])  # run, task, instance
+    task, instance = video.parts[-3:-1]
     meta = generate(
         spec,
         image=job.image,
@@ -45,7 +41,7 @@ def generate_job(argv: list[str]) -> None:
         steps=denoise["steps"],
         decode=denoise["decode"],
         out_dir=video.parent,
-        state_dir=state_dir,
+        state_dir=run_folder(os.environ["VGI_RESUME_DIR"], job.model, task, instance),
         save_every=int(os.environ["VGI_SAVE_EVERY"]),
     )
     print(json.dumps(meta["seconds"]))

@@ -12,6 +12,7 @@ import decord
 import numpy as np
 import pytest
 import torch
+import yaml
 from diffusers.models.transformers.transformer_hunyuan_video15 import (
     HunyuanVideo15AttnProcessor2_0,
 )
@@ -19,24 +20,30 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.support.pipelines import STEPS, run_pipeline
 from tests.support.workflow import REPO
-from vgi_models.families import hunyuan15_tiny, ltx23_tiny, wan_tiny
+from vgi_models.families import FAMILIES
 from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor, use_prefix_attention
 from vgi_models.generate import generate
-from vgi_models.registry import FAMILIES, TINY_BUILDERS, load_registry
+from vgi_models.registry import load_registry
 
 
-def test_family_modules_load_no_tiny_builder():
-    """The tiny builders import their family module, never the reverse: real weights load
-    without them."""
-    code = "import importlib, json, sys\n"
-    code += "".join(f"importlib.import_module({m!r})\n" for m in sorted(set(FAMILIES.values())))
-    code += "print(json.dumps([m for m in sys.modules if m.startswith('vgi_models.families.')]))"
+def test_the_family_map_loads_no_torch_and_no_tiny_builder():
+    """The workflow reads the families while building its DAG: no torch; and the tiny builders
+    import their family module, never the reverse: real weights load without them."""
+    code = "import json, sys\nfrom vgi_models.families import FAMILIES\n"
+    code += "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('torch', 'vgi_')))))"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     loaded = set(json.loads(result.stdout))
-    assert loaded >= set(FAMILIES.values())
-    assert not loaded & set(TINY_BUILDERS.values())
+    modules = {type(family).__module__ for family in FAMILIES.values()}
+    assert loaded >= modules
+    assert not {m for m in loaded if m.startswith("torch") or m.endswith("_tiny")}
+
+
+def test_the_schema_names_every_family():
+    """A registry `family` is a key of `FAMILIES` (the schema lists them for the user)."""
+    schema = yaml.safe_load((REPO / "config/schemas/models.schema.yaml").read_text())
+    assert schema["$defs"]["model"]["properties"]["family"]["enum"] == list(FAMILIES)
 
 
 # Wan2.2: two experts
@@ -105,7 +112,7 @@ def test_wan21_image_tokens_reach_the_transformer(specs, example_image):
 def test_settings_wan21_cannot_honour_are_rejected(specs, extra, message):
     spec = specs["tiny_wan21"]
     with pytest.raises(ValueError, match=message):
-        wan_tiny.build_tiny("wan21", spec.generation | extra)
+        spec.pipeline_family.build_tiny(spec.generation | extra)
 
 
 def test_wan21_load_reads_a_saved_pipeline_in_mixed_precision(specs, example_image, tmp_path):
@@ -113,12 +120,12 @@ def test_wan21_load_reads_a_saved_pipeline_in_mixed_precision(specs, example_ima
     entry's dtype, VAE and CLIP image encoder in float32, and it runs and decodes."""
     spec = specs["tiny_wan21"]
     spec.build().save_pretrained(tmp_path)
-    pipe = spec.module.load(str(tmp_path), spec.generation, torch.bfloat16)
+    pipe = spec.pipeline_family.load(str(tmp_path), spec.generation, torch.bfloat16)
     assert (pipe.transformer.dtype, pipe.text_encoder.dtype) == (torch.bfloat16, torch.bfloat16)
     assert (pipe.vae.dtype, pipe.image_encoder.dtype) == (torch.float32, torch.float32)
     assert pipe.transformer_2 is None and pipe.config.boundary_ratio is None
     _, _, out = run_pipeline(spec, example_image, pipe=pipe, record=False, num_inference_steps=2)
-    frames = spec.module.decode(pipe, spec.module.final_latents(pipe, out))
+    frames = spec.pipeline_family.decode(pipe, spec.pipeline_family.final_latents(pipe, out))
     gen = spec.generation
     assert frames.shape == (gen["num_frames"], gen["height"], gen["width"], 3)
     assert frames.dtype == np.uint8
@@ -146,7 +153,7 @@ def test_hunyuan15_settings_reach_the_pipeline(specs, hunyuan_run):
 def test_hunyuan15_size_without_a_bucket_is_refused(specs):
     spec = specs["tiny_hunyuan15"]
     with pytest.raises(ValueError, match=r"makes 96x64 \(not 112x60\)"):
-        hunyuan15_tiny.build_tiny("hunyuan15", spec.generation | {"height": 60})
+        spec.pipeline_family.build_tiny(spec.generation | {"height": 60})
 
 
 def test_hunyuan15_load_applies_the_settings_to_saved_weights(registry, hunyuan_run, tmp_path):
@@ -246,7 +253,7 @@ def test_ltx23_only_the_video_steps_are_recorded_and_audio_is_untouched(specs, e
     pipe, rec, out = run_pipeline(spec, example_image, STEPS)
     assert rec.calls == spec.steps  # the audio stream's scheduler copy steps unrecorded
     # the scheduler steps frames 1..N only; frame 0 (the image latent) comes from the final latent
-    final = spec.module.final_latents(pipe, out)
+    final = spec.pipeline_family.final_latents(pipe, out)
     assert rec.checkpoints[40].x0.shape[2] == final.shape[2] - 1
     _, _, plain = run_pipeline(spec, example_image, record=False)
     # same seed, no recorder: identical video and audio, so no audio step was misrouted
@@ -257,7 +264,7 @@ def test_ltx23_only_the_video_steps_are_recorded_and_audio_is_untouched(specs, e
 def test_ltx23_stg_blocks_must_exist_in_the_transformer(specs):
     spec = specs["tiny_ltx23"]
     with pytest.raises(ValueError, match="stg_blocks"):
-        ltx23_tiny.build_tiny(spec.family, spec.generation | {"stg_blocks": [28]})
+        spec.pipeline_family.build_tiny(spec.generation | {"stg_blocks": [28]})
 
 
 def test_ltx23_keeps_its_audio_only_when_asked(specs, registry, example_image, tmp_path):

@@ -29,7 +29,7 @@ def tiny(request, specs, example_image):
 
 def test_last_checkpoint_is_the_final_latent(tiny):
     spec, pipe, rec, out = tiny
-    family = spec.module
+    family = spec.pipeline_family
     final = family.final_latents(pipe, out)
     assert sorted(rec.checkpoints) == list(STEPS)
     assert rec.calls == spec.steps
@@ -41,7 +41,7 @@ def test_last_checkpoint_is_the_final_latent(tiny):
 
 def test_decoded_last_checkpoint_is_the_pipelines_own_video(tiny, example_image):
     spec, pipe, rec, out = tiny
-    family = spec.module
+    family = spec.pipeline_family
     _, _, own = run_pipeline(spec, example_image, output_type="np", record=False)
     last = family.checkpoint_latents(pipe, rec.checkpoints[40].x0, family.final_latents(pipe, out))
     own_frames = (own.frames[0] * 255).astype(np.uint8)
@@ -52,7 +52,10 @@ def test_same_seed_gives_identical_latents(tiny, example_image):
     spec, _, _, out = tiny
     # and the recorder changes nothing: this run is not recorded, `tiny`'s is
     _, _, again = run_pipeline(spec, example_image, record=False)
-    assert torch.equal(spec.module.final_latents(None, again), spec.module.final_latents(None, out))
+    assert torch.equal(
+        spec.pipeline_family.final_latents(None, again),
+        spec.pipeline_family.final_latents(None, out),
+    )
 
 
 def test_weights_load_from_a_local_directory(tiny, example_image, tmp_path, registry):

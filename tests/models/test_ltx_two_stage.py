@@ -69,7 +69,7 @@ def test_second_stage_denoises_along_the_configured_sigmas(specs, example_image)
     scheduler = pipe.scheduler
     generator = torch.Generator().manual_seed(0)
     with torch.inference_mode():
-        refined = spec.module.refine(
+        refined = spec.pipeline_family.refine(
             pipe, out, spec.generation, image=example_image, prompt="go", generator=generator
         )
     sigmas = spec.generation["stage_2"]["sigmas"]

@@ -27,7 +27,7 @@ def run_pipeline(
         prompt=PROMPT,
         generator=torch.Generator().manual_seed(generation["seed"]),
         output_type=output_type,
-        **spec.module.call_kwargs(generation),
+        **spec.pipeline_family.call_kwargs(generation),
     )
     with torch.inference_mode():
         if not record:

@@ -1,6 +1,6 @@
 """A tiny randomly initialised HunyuanVideo-1.5 I2V pipeline, built from config alone
 (`source: tiny` in the model registry): the architecture of `hunyuan15`, small enough for CPU
-tests, configured by the same `_configure` as real weights."""
+tests, finished by the same `HunyuanVideo15.finish` as real weights."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from transformers import (
     T5EncoderModel,
 )
 
-from vgi_models.families.hunyuan15 import _configure
+from vgi_models.families.hunyuan15 import HunyuanVideo15
 
 TEXT_DIM, GLYPH_DIM, IMAGE_DIM, LATENT_CHANNELS = 16, 32, 12, 4
 # The tiny Qwen tokenizer is byte-level with no merges: one token per byte. Its template
@@ -35,7 +35,7 @@ USER_ONLY = (
 )
 
 
-def build_tiny(family: str, generation: dict) -> HunyuanVideo15ImageToVideoPipeline:
+def build_tiny(family: HunyuanVideo15, generation: dict) -> HunyuanVideo15ImageToVideoPipeline:
     """A randomly initialised pipeline of the I2V architecture, built from config alone."""
     vocab = {"<|endoftext|>": 0} | {c: i + 1 for i, c in enumerate(sorted(ByteLevel.alphabet()))}
     torch.manual_seed(0)
@@ -114,4 +114,4 @@ def build_tiny(family: str, generation: dict) -> HunyuanVideo15ImageToVideoPipel
     )
     pipe.prompt_template_encode_start_idx = 0
     pipe.tokenizer_2_max_length = 8  # ByT5 glyph tokens (quoted text in the prompt)
-    return _configure(pipe, generation)
+    return family.finish(pipe, generation)

@@ -8,6 +8,7 @@ import torch
 from diffusers import (
     AutoencoderKLLTX2Audio,
     AutoencoderKLLTX2Video,
+    FlowMatchEulerDiscreteScheduler,
     LTX2ImageToVideoPipeline,
     LTX2VideoTransformer3DModel,
 )
@@ -21,10 +22,23 @@ from transformers import (
     SiglipVisionConfig,
 )
 
-from vgi_models.families.ltx23 import _checked, _scheduler
+from vgi_models.families.ltx23 import LTX23
 
 TEXT_DIM = 16  # tiny Gemma hidden size
 VIDEO_DIM, AUDIO_DIM = 16, 8  # tiny transformer widths (= its text cross-attention widths)
+
+
+def _scheduler():
+    """The released LTX-2 scheduler configuration (resolution-dependent shift): a tiny pipeline
+    has no checkpoint's own."""
+    return FlowMatchEulerDiscreteScheduler(
+        use_dynamic_shifting=True,
+        base_shift=0.95,
+        max_shift=2.05,
+        base_image_seq_len=1024,
+        max_image_seq_len=4096,
+        shift_terminal=0.1,
+    )
 
 
 def _tiny_tokenizer() -> GemmaTokenizer:
@@ -34,7 +48,7 @@ def _tiny_tokenizer() -> GemmaTokenizer:
     return GemmaTokenizer(vocab=vocab, merges=[])
 
 
-def build_tiny(family: str, generation: dict) -> LTX2ImageToVideoPipeline:
+def build_tiny(family: LTX23, generation: dict) -> LTX2ImageToVideoPipeline:
     """A randomly initialised LTX-2.3 pipeline, built from config alone."""
     tokenizer = _tiny_tokenizer()
     torch.manual_seed(0)
@@ -168,4 +182,4 @@ def build_tiny(family: str, generation: dict) -> LTX2ImageToVideoPipeline:
         pipe.latent_upsampler = LTX2LatentUpsamplerModel(
             in_channels=8, mid_channels=32, num_blocks_per_stage=1
         ).eval()
-    return _checked(pipe, generation)
+    return family.finish(pipe, generation)

@@ -19,7 +19,7 @@ from transformers import (
     UMT5EncoderModel,
 )
 
-from vgi_models.families.wan import _check, _scheduler
+from vgi_models.families.wan import Wan
 
 TEXT_DIM = 32
 HEADS, HEAD_DIM = 2, 12
@@ -101,18 +101,16 @@ def _tiny_image_encoder() -> tuple[CLIPVisionModel, CLIPImageProcessor]:
     return encoder, processor
 
 
-def build_tiny(variant: str, generation: dict) -> WanImageToVideoPipeline:
+def build_tiny(family: Wan, generation: dict) -> WanImageToVideoPipeline:
     """A randomly initialised pipeline of the variant's architecture, built from config alone."""
-    if variant not in ("wan21", "wan22"):
-        raise ValueError(f"no tiny build for Wan variant {variant!r}")
     tokenizer = _tiny_tokenizer()
     shared = {
         "tokenizer": tokenizer,
         "text_encoder": _tiny_text_encoder(len(tokenizer)),
         "vae": _tiny_vae(),
-        "scheduler": _scheduler(UniPCMultistepScheduler(), generation),
+        "scheduler": UniPCMultistepScheduler(),  # `finish` sets Wan's flow-matching solver
     }
-    if variant == "wan22":
+    if family.name == "wan22":
         pipe = WanImageToVideoPipeline(
             **shared,
             transformer=_tiny_transformer(1),
@@ -127,5 +125,4 @@ def build_tiny(variant: str, generation: dict) -> WanImageToVideoPipeline:
             image_encoder=image_encoder,
             image_processor=image_processor,
         )
-    _check(pipe, generation)
-    return pipe
+    return family.finish(pipe, generation)

@@ -46,7 +46,6 @@ METRICS = [
     *("n_pairs", "n_strict_pairs"),
 ]
 AGREEMENT = ["spearman", "kendall", "pairwise_agreement", "n"]
-SLICE_KINDS = ("domain", "skill")
 
 
 class PreferenceError(ValueError):

@@ -100,7 +100,7 @@ def _merge(base: dict, update: dict) -> None:
 def items_of(study: Study, pairs: Sequence[Pair], outdir: str | Path) -> list[Item]:
     """Every pair of every generated (model, instance) whose two checkpoints are decoded."""
     items = []
-    for model in study.generated:
+    for model in study.pipelines:
         for instance, task in study.instances["task"].items():
             found = [Item(model, task, instance, pair, Path(outdir)) for pair in pairs]
             items += [i for i in found if all(i.video(s).is_file() for s in i.pair)]

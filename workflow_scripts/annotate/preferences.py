@@ -36,8 +36,6 @@ from http.server import ThreadingHTTPServer
 from itertools import combinations
 from pathlib import Path
 
-import pandas as pd
-
 from workflow_scripts.annotate.items import PROG, LabelStore, load_run
 from workflow_scripts.annotate.server import Handler
 from workflow_scripts.benchmark.study import Study
@@ -234,14 +232,6 @@ class PreferenceHandler(Handler):
             self.send_json(self.annotation.rank(index, body["ranks"]))
         except (KeyError, TypeError, ValueError) as err:
             self.send_error(HTTPStatus.BAD_REQUEST, str(err))
-
-
-def read_rankings(folder: str | Path) -> list[pd.DataFrame]:
-    """Every annotator's rankings CSV in `folder` (rank NaN where skipped)."""
-    return [
-        pd.read_csv(path, dtype={"instance": str, "triplet": str, "annotator": str, "model": str})
-        for path in sorted(Path(folder).glob("*.csv"))
-    ]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -34,8 +34,6 @@ from workflow_scripts.benchmark.instances import (
 )
 from workflow_scripts.common.layout import condition_name_problem
 
-OVERRIDES = ("prompts", "images", "judge_spec")
-
 
 def _covered(name: str, spec: Mapping, table: pd.DataFrame, problems: list[str]) -> pd.DataFrame:
     """The run's rows the condition covers; a task or instance outside the run is a problem."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vgi_models.registry import API, ModelSpec, load_registry, problems_of
+from vgi_models.registry import ModelSpec, load_registry, problems_of
 from workflow_scripts.benchmark.conditions import load_conditions
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
@@ -78,14 +78,14 @@ class Study:
         return runs
 
     @property
-    def generated(self) -> list[str]:
+    def pipelines(self) -> list[str]:
         """The models whose videos (and denoising checkpoints) a local pipeline generates."""
         return [key for key, spec in self.models.items() if spec.denoises]
 
     @property
     def api(self) -> list[str]:
         """The models whose videos the workflow asks a video API for (no checkpoints)."""
-        return [key for key, spec in self.models.items() if spec.generates and not spec.denoises]
+        return [key for key, spec in self.models.items() if spec.calls_api]
 
     @property
     def without_checkpoints(self) -> list[str]:
@@ -153,7 +153,7 @@ def api_problems(
     """Every video API model's settings the provider refuses, and every input image (of
     the run and of each condition) whose aspect does not fit them, by instance."""
     found = []
-    apis = {key: spec for key, spec in models.items() if spec.source == API}
+    apis = {key: spec for key, spec in models.items() if spec.calls_api}
     for key, spec in apis.items():
         own = setting_problems(key, spec.provider, spec.model_id, spec.generation)
         found += own

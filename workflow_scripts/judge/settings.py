@@ -71,9 +71,6 @@ RUN_SETTINGS = (
     "checkpoints",  # which videos are judged (rule judge_checkpoints), not how
 )
 JUDGE_CALLS = ("completeness", "window", "verdict")  # rule judge; label_transitions: transition
-# What a variant of `judges:` leaves to the main judge: whether the VLM stages run, and
-# which checkpoint videos are judged (variants judge the final videos only).
-NOT_IN_VARIANTS = ("enabled", "checkpoints")
 
 
 @dataclass(frozen=True)
