@@ -20,9 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
-from vgi_models.registry import API_FIELDS, load_registry
+from vgi_models.registry import run_spec
 from vgi_models.state import state_key, write_atomic
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.http import ServiceError
@@ -37,16 +35,6 @@ from workflow_scripts.video_api.providers import open_provider, resolution_of, s
 FAILURE = "Video API failure: "
 
 
-def api_spec(run: str, settings: str, registry: str):
-    """The run's model: the params' settings, with how it is reached from the registry."""
-    model = parse_run_key(run)[0]
-    entry = json.loads(settings)
-    with open(registry, encoding="utf-8") as handle:
-        own = yaml.safe_load(handle)[model]
-    entry |= {name: own.get(name) for name in API_FIELDS if name not in entry}
-    return load_registry({model: entry})[model]
-
-
 def fail(message: str) -> None:
     """End the job: the message in its log and in Snakemake's output, exit status 1."""
     print(f"{FAILURE}{message}", file=sys.stderr)
@@ -56,8 +44,8 @@ def fail(message: str) -> None:
 def generate_api_job(smk) -> None:
     """Rule `generate_api`: submit (at most once), wait, download; see the module."""
     config, video = smk.config, Path(smk.output.video)
-    run, task, instance = video.parts[-4:-1]
-    spec = api_spec(run, smk.params.settings, config["model_registry"])
+    run, task, instance = smk.wildcards.model, smk.wildcards.task, smk.wildcards.instance
+    spec = run_spec(config["model_registry"], parse_run_key(run)[0], smk.params.settings)[0]
     options = config["video_api"]
     outdir = config["outdir"]
     logging.getLogger("workflow_scripts.video_api").setLevel(logging.INFO)  # submit, resume
