@@ -20,6 +20,7 @@ from workflow_scripts.aggregate.agreement import pairs_table
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.reliability import judge_finals
 from workflow_scripts.aggregate.trajectory import trajectory_rows
+from workflow_scripts.annotate.items import Item
 from workflow_scripts.benchmark.coverage import narrower_run_note
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.common import layout
@@ -151,6 +152,13 @@ def test_transitions_json(tmp_path, content, problem):
     with pytest.raises(OutdirFileError) as error:
         pairs_table([labels.parent])
     says(error, labels, problem, judge_fix(labels.parent, "label_transitions"))
+
+
+@pytest.mark.parametrize("content, problem", BROKEN_JSON)
+def test_transitions_json_on_the_labelling_page_is_no_vlm_label(tmp_path, capsys, content, problem):
+    labels = broken(layout.transitions_file(tmp_path, MODEL, TASK, INSTANCE), content)
+    assert Item(MODEL, TASK, INSTANCE, (1, 2), tmp_path).vlm_label() is None  # labelling goes on
+    assert f"{labels} {problem}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("content, problem", BROKEN_JSON)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from vgi_models.video import checkpoint_name
 from workflow_scripts.benchmark.study import Study, load_study
 from workflow_scripts.common import layout
 from workflow_scripts.common.config import check
-from workflow_scripts.common.files import read_json, write_text
+from workflow_scripts.common.files import OutdirFileError, read_json, write_text
 from workflow_scripts.transitions.settings import HUMAN_COLUMNS, Pair, load_transitions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,9 +50,14 @@ class Item:
         return folder / "denoise" / checkpoint_name(step, "x0")
 
     def vlm_label(self) -> str | None:
-        """The VLM's label of this pair in transitions.json, if any."""
+        """The VLM's label of this pair in transitions.json, if any (none, with a warning
+        naming the file and its fix, where it does not read back: labelling goes on)."""
         path = layout.transitions_file(self.outdir, self.model, self.task, self.instance)
-        document = read_json(path, layout.stage_fix(path), optional=True)
+        try:
+            document = read_json(path, layout.stage_fix(path), optional=True)
+        except OutdirFileError as error:
+            print(error, file=sys.stderr, flush=True)
+            return None
         if document is None:
             return None
         pairs = document.get("pairs", [])
