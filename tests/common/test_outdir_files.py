@@ -187,7 +187,8 @@ def test_an_operation_state_asks_the_user_and_submits_nothing(tmp_path, content,
         Operation(state, provider=None)  # read before anything is sent
     ledger = tmp_path / "ledger" / MODEL / TASK / INSTANCE
     says(error, state, problem, f"see whether this video was submitted already (the ledger's "
-         f"records in {ledger}, the provider's console); then delete the file")  # fmt: skip
+         f"records in {ledger}, the provider's console). If it was, write")  # fmt: skip
+    assert "if not, delete the file and the next run submits the video (paid)" in str(error.value)
 
 
 @pytest.mark.parametrize("content, problem", [*BROKEN_JSON, ('{"model": "m"}', "lacks operation")])

@@ -2,10 +2,12 @@
 one-video API study judged by the FakeVLM: an empty score.json, a truncated operation
 state, a selected.csv of other columns. Each is named with its path and the fix, never
 with a traceback; a broken selected.csv never locks the user out; after the fixes the
-rerun completes. (Every file, empty and malformed, in-process: tests/common.)"""
+rerun completes, paying nothing again. (Every file, empty and malformed, in-process:
+tests/common.)"""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 from tests.support.fake_video_api import FakeVideoAPI
@@ -13,6 +15,7 @@ from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge
 from tests.support.video_api_run import KEY_ENV, api_config
 from tests.support.workflow import snakemake
+from workflow_scripts.common.files import read_json
 
 TASK, INSTANCE = "maze_square", "maze_square_lv1_001"
 
@@ -53,7 +56,7 @@ def test_broken_outdir_files_are_named_with_their_fix_and_the_fixed_rerun_comple
         broken = snakemake(tmp_path, config, "generate_all", "--forcerun", "generate_api")
         assert broken.returncode != 0 and len(fake.submissions) == paid[0]
         ledger = results / "ledger" / "veo31" / TASK / INSTANCE
-        said(broken, f"{state} is not complete JSON (truncated?", str(ledger), "delete the file")
+        said(broken, f"{state} is not complete JSON (truncated?", str(ledger), "If it was, write")
 
         # A selected.csv of other columns: a dry run names it and its fix, and goes on.
         selected = results / "instances" / "selected.csv"
@@ -66,12 +69,15 @@ def test_broken_outdir_files_are_named_with_their_fix_and_the_fixed_rerun_comple
             "--forcerun select_instances",
         )
 
-        # The fixes: the state and the judge folder deleted, selected.csv written again.
-        # The rerun submits once more, judges from the cache, and completes.
-        state.unlink()
+        # The fixes: the state written again from the ledger's record, the judge folder
+        # deleted, selected.csv written again. The rerun waits on the same operation (no
+        # submission), judges from the cache, and completes.
+        (record,) = (read_json(path, "") for path in ledger.glob("*.json"))
+        keys = ("operation", "submitted_at")
+        state.write_text(json.dumps({"status": "submitted"} | {k: record[k] for k in keys}))
         shutil.rmtree(judge)
         fixed = snakemake(tmp_path, config, "tables", "--forcerun", "select_instances")
         assert fixed.returncode == 0, fixed.stdout[-3000:]
-        assert len(fake.submissions) == paid[0] + 1 and score.is_file()
+        assert len(fake.submissions) == paid[0] and score.is_file()
         assert selected.read_text().startswith("instance,")
         assert len(vlm.requests) == paid[1]  # every judge call of the rerun came from the cache

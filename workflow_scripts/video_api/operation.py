@@ -91,8 +91,10 @@ def state_fix(path: Path) -> str:
     ledger = path.parents[4] / LEDGER / Path(*path.parent.parts[-3:])
     return (
         f"see whether this video was submitted already (the ledger's records in {ledger}, "
-        "the provider's console); then delete the file, and the next run submits the video "
-        "again (paid again)"
+        "the provider's console). If it was, write "
+        '{"status": "submitted", "operation": "<its id>", "submitted_at": "<its time>"} '
+        "into the file and the next run waits on that operation; if not, delete the file "
+        "and the next run submits the video (paid)"
     )
 
 
