@@ -62,12 +62,14 @@ onstart:
 
 
 # At the end of a run: the last status and the costs; the judge service failure that
-# stopped it, the judge's error count.
+# stopped it, the judge's error count (an outdir file that does not read back: its message).
 onsuccess:
-    finish_status()
-    report_judge_errors()
+    with outdir_file_errors():
+        finish_status()
+        report_judge_errors()
 
 
 onerror:
-    finish_status()
-    report_judge_errors(failed=True)
+    with outdir_file_errors():
+        finish_status()
+        report_judge_errors(failed=True)

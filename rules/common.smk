@@ -1,3 +1,4 @@
+import contextlib
 import functools
 import json
 import os
@@ -15,6 +16,7 @@ from workflow_scripts.benchmark.coverage import narrower_run_note
 from workflow_scripts.benchmark.instances import TASK_NAME
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
+from workflow_scripts.common.files import OutdirFileError
 from workflow_scripts.common.keys import missing_key_error
 from workflow_scripts.common.layout import (
     DEFAULT_CONDITION,
@@ -341,6 +343,16 @@ def judge_enabled():
 def judge_targets(targets):
     """`targets` when the VLM stages run, else none."""
     return targets if judge_enabled() else []
+
+
+@contextlib.contextmanager
+def outdir_file_errors():
+    """A file of the outdir that does not read back (common.files.OutdirFileError) ends
+    the block with its message (path, problem, fix), never a traceback."""
+    try:
+        yield
+    except OutdirFileError as err:
+        raise WorkflowError(str(err)) from None
 
 
 def check_api_keys():

@@ -4,7 +4,8 @@ A job that must not lose its work when it is cut off (a resumable denoising, a p
 API operation) keeps a state file in its own folder, `<outdir>/resume/<run>/<task>/<instance>/`,
 named by a digest of everything that decides the job's output (`state_key`), so that a
 changed setting never picks up a stale state. Writes are atomic: a temporary file in the
-same folder, flushed to disk, then renamed over the state.
+same folder, flushed to disk, then renamed over the state. `write_atomic` is the one writer
+of the outdir's files (`workflow_scripts.common.files` writes text and JSON through it).
 """
 
 from __future__ import annotations
@@ -24,16 +25,29 @@ def state_key(**decides) -> str:
     return hashlib.sha256(json.dumps(decides, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Files get the mode a plain open() would give them (mkstemp's is 0600).
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_atomic(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
-    """`write(handle)` into a temporary file beside `path`, synced, then renamed to `path`."""
+    """`write(handle)` into a temporary file beside `path`, synced, given the mode a plain
+    open() would give it (the umask's), then renamed to `path`: a crash never leaves a
+    half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
             write(out)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(temporary, FILE_MODE)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -456,3 +456,18 @@ def test_encode_image_and_duration(tmp_path, video):
     assert Image.open(io.BytesIO(frames.encode_image(path))).size == (768, 384)
     assert Image.open(io.BytesIO(frames.encode_image(path, long_side=2000))).size == (1000, 500)
     assert frames.video_duration(video) == 2.0
+
+
+@pytest.mark.parametrize("content", ["", '{"data": {"tier": 2', '{"other": 1}'])
+def test_a_broken_cache_entry_is_a_miss_asked_again_and_written_again(
+    client, fake_vlm, caplog, content
+):
+    fake_vlm.responder = lambda received: {"tier": 2, "reasoning": "solved"}
+    ask(client, judge_request())
+    (entry,) = (client.cache_dir / "completeness").glob("*.json")
+    entry.write_text(content)
+    with caplog.at_level(logging.WARNING, logger="workflow_scripts.judge"):
+        again = ask(client, judge_request())
+    assert not again.cached and len(fake_vlm.requests) == 2
+    assert f"ignoring cache entry {entry}" in caplog.text
+    assert ask(client, judge_request()).cached  # written again

@@ -13,7 +13,7 @@ import pandas as pd
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.common import layout
-from workflow_scripts.common.files import write_json
+from workflow_scripts.common.files import read_json, write_json
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.transitions.labels import LABELS
 from workflow_scripts.transitions.settings import Pair
@@ -28,7 +28,7 @@ def _documents(folders: Iterable[str | Path]):
     """(model, task, instance, document) of every transitions document in `folders`
     (rule `label_transitions`' outputs)."""
     for model, task, instance, path in layout.documents(folders, None):
-        yield model, task, instance, json.loads(path.read_text(encoding="utf-8"))
+        yield model, task, instance, read_json(path, layout.stage_fix(path), ["status"])
 
 
 def pairs_table(folders: Iterable[str | Path]) -> pd.DataFrame:

@@ -8,7 +8,6 @@ left empty (never 0). ``transitions_status`` does the same for transitions.json.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -16,6 +15,8 @@ import pandas as pd
 
 from workflow_scripts.benchmark.instances import load_overlap, load_taxonomy
 from workflow_scripts.common import layout
+from workflow_scripts.common.files import read_csv, read_json
+from workflow_scripts.common.layout import SELECTED_FIX
 
 INFO = ("task", "level", "domain", "skills", "overlap_group")
 SCORES = ("completeness", "rubric", "final", "strict_success", "tier")
@@ -24,7 +25,8 @@ PAIR_COLUMNS = ("from", "to", "label", "source")
 
 def instance_table(selected: str | Path, taxonomy: str | Path, overlap: str | Path) -> pd.DataFrame:
     """selected.csv joined with each task's domain, skill tags and overlap group."""
-    table = pd.read_csv(selected, index_col="instance", dtype={"id": str})
+    table = read_csv(selected, SELECTED_FIX, ["instance", "task"], dtype={"id": str})
+    table = table.set_index("instance")
     tasks, groups = load_taxonomy(taxonomy), load_overlap(overlap)
     table["domain"] = [tasks[task][0] for task in table["task"]]
     table["skills"] = [tasks[task][1] for task in table["task"]]
@@ -33,7 +35,7 @@ def instance_table(selected: str | Path, taxonomy: str | Path, overlap: str | Pa
 
 
 def _read(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return read_json(path, layout.stage_fix(path), ["status"], optional=True)
 
 
 def collect(

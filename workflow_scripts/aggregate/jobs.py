@@ -7,6 +7,8 @@ import pandas as pd
 from workflow_scripts.aggregate import plots, reliability, sensitivity
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.tables import all_tables, errors
+from workflow_scripts.common.files import read_csv
+from workflow_scripts.common.layout import TABLE_FIX
 from workflow_scripts.common.logs import job_log
 
 PLOTS = {
@@ -66,9 +68,9 @@ def plots_job(smk) -> None:
     """Rule `plots`: each figure from its table."""
     with job_log(smk):
         for name, (table, draw) in PLOTS.items():
-            draw(pd.read_csv(smk.input[table]), smk.output[name])
+            draw(read_csv(smk.input[table], TABLE_FIX), smk.output[name])
         if smk.output.get("conditions"):
-            tables = (pd.read_csv(smk.input[name]) for name in sensitivity.CONDITION_TABLES)
+            tables = (read_csv(smk.input[name], TABLE_FIX) for name in sensitivity.CONDITION_TABLES)
             plots.condition_bars(*reversed(list(tables)), smk.output["conditions"])
 
 

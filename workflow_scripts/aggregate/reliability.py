@@ -22,7 +22,6 @@ Pairs whose video has no `ok` score under a judge are left out of that judge's r
 from __future__ import annotations
 
 import itertools
-import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ from scipy import stats
 from sklearn.metrics import roc_auc_score
 
 from workflow_scripts.common import layout
+from workflow_scripts.common.files import read_json
 
 TIE_BAND = 0.05
 SEED = 0
@@ -149,7 +149,7 @@ def judge_finals(
         for model in models:
             for instance, info in instances.iterrows():
                 path = layout.score_file(outdir, model, info["task"], str(instance), judge)
-                score = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+                score = read_json(path, layout.stage_fix(path), optional=True) or {}
                 final = score.get("final") if score.get("status") == "ok" else None
                 rows.append([judge, model, str(instance), np.nan if final is None else final])
     return pd.DataFrame(rows, columns=["judge", "model", "instance", "final"])

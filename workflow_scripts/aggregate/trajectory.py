@@ -4,13 +4,13 @@ averages completeness, rubric and final per model and step, the final video last
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
 from workflow_scripts.common import layout
+from workflow_scripts.common.files import read_json
 from workflow_scripts.common.logs import job_log
 
 VALUES = ("completeness", "rubric", "final")
@@ -21,10 +21,10 @@ def trajectory_rows(folders: Iterable[str | Path]) -> pd.DataFrame:
     instance's score.json: model, instance, step (the video's: `final`), status and VALUES."""
     rows = []
     for model, task, instance, path in layout.documents(folders, "checkpoint_scores.json"):
-        steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+        steps = read_json(path, layout.stage_fix(path), ["steps"])["steps"]
         outdir = path.parents[4]  # <outdir>/<model>/<task>/judge_checkpoints/<instance>/
         score = layout.score_file(outdir, model, task, instance)
-        final = json.loads(score.read_text(encoding="utf-8"))
+        final = read_json(score, layout.stage_fix(score), ["status"])
         for score in [*steps, {**final, "step": "final"}]:
             values = {key: score.get(key) for key in ("step", "status", *VALUES)}
             rows.append({"model": model, "instance": instance, **values})

@@ -9,10 +9,9 @@ instance, from, to, label), rewritten atomically after every label.
 from __future__ import annotations
 
 import csv
-import json
-import os
+import io
 import random
-import tempfile
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from vgi_models.video import checkpoint_name
 from workflow_scripts.benchmark.study import Study, load_study
 from workflow_scripts.common import layout
 from workflow_scripts.common.config import check
-from workflow_scripts.common.files import FILE_MODE
+from workflow_scripts.common.files import OutdirFileError, read_json, write_text
 from workflow_scripts.transitions.settings import HUMAN_COLUMNS, Pair, load_transitions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,11 +50,17 @@ class Item:
         return folder / "denoise" / checkpoint_name(step, "x0")
 
     def vlm_label(self) -> str | None:
-        """The VLM's label of this pair in transitions.json, if any."""
+        """The VLM's label of this pair in transitions.json, if any (none, with a warning
+        naming the file and its fix, where it does not read back: labelling goes on)."""
         path = layout.transitions_file(self.outdir, self.model, self.task, self.instance)
-        if not path.is_file():
+        try:
+            document = read_json(path, layout.stage_fix(path), optional=True)
+        except OutdirFileError as error:
+            print(error, file=sys.stderr, flush=True)
             return None
-        pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
+        if document is None:
+            return None
+        pairs = document.get("pairs", [])
         found = [p["vlm_label"] for p in pairs if (p["from"], p["to"]) == self.pair]
         return found[0] if found else None
 
@@ -160,15 +165,8 @@ class LabelStore:
             self._write()
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.")
-        try:
-            with os.fdopen(handle, "w", newline="", encoding="utf-8") as out:
-                writer = csv.DictWriter(out, self.columns, restval="", extrasaction="ignore")
-                writer.writeheader()
-                writer.writerows(self.rows)
-            os.chmod(temporary, FILE_MODE)
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        out = io.StringIO(newline="")
+        writer = csv.DictWriter(out, self.columns, restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(self.rows)
+        write_text(self.path, out.getvalue())

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.common.files import OutdirFileError, read_csv
+from workflow_scripts.common.layout import SELECTED_FIX
+
 
 def _listed(names: Collection[str], most: int = 6) -> str:
     names = sorted(names)
@@ -25,12 +28,18 @@ def narrower_run_note(
     selects fewer instances or models than `outdir` holds (its previous
     `instances/selected.csv`, its model folders, `registry` naming which are models), since
     the run's tables, gallery, export and selected.csv then cover only its own; else None.
+    An unreadable selected.csv is a note too, naming it and the fix, never an error.
     """
     outdir = Path(outdir)
     selected = outdir / "instances" / "selected.csv"
-    table = (
-        pd.read_csv(selected) if selected.is_file() else pd.DataFrame(columns=["instance", "task"])
-    )
+    try:
+        table = (
+            read_csv(selected, SELECTED_FIX, ["instance", "task"])
+            if selected.is_file()
+            else pd.DataFrame(columns=["instance", "task"])
+        )
+    except OutdirFileError as error:  # the run writes it again: no reason to stop it
+        return f"{error} (What this run covers is not compared with it.)"
     held, held_tasks = set(table["instance"]), set(table["task"])
     held_models = {
         folder.name.split("@")[0] for folder in outdir.glob("*") if folder.is_dir()

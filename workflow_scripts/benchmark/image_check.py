@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from PIL import Image
+
+from workflow_scripts.common.files import OutdirFileError, read_json, write_text
+
+log = logging.getLogger(__name__)
 
 
 class ImageCheck:
@@ -28,9 +33,10 @@ class ImageCheck:
         self.changed = False
         if self.cache and self.cache.is_file():
             try:
-                self.known = json.loads(self.cache.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                self.known = {}  # a damaged cache only costs a full check
+                self.known = read_json(self.cache, "none (a cache)")
+            except OutdirFileError as error:  # a damaged cache only costs a full check
+                log.warning("%s %s: every image is checked again, the cache written again",
+                            error.path, error.problem)  # fmt: skip
 
     def _stamp(self, path: str | Path) -> tuple[str, list[int]]:
         stat = os.stat(path)
@@ -75,7 +81,4 @@ class ImageCheck:
     def __exit__(self, *exc) -> None:
         if not (self.cache and self.changed):
             return
-        self.cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.cache.with_name(f"{self.cache.name}.{os.getpid()}.tmp")
-        partial.write_text(json.dumps(self.known), encoding="utf-8")
-        os.replace(partial, self.cache)  # concurrent parses: the last complete file wins
+        write_text(self.cache, json.dumps(self.known))  # concurrent parses: the last one wins

@@ -34,9 +34,10 @@ name, in the main judge's layout (the main judge, `main`, keeps the paths above)
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+
+from workflow_scripts.common.files import read_json
 
 # Never an instance id (<task>_lv<N>_<id>).
 STAGES = ("judge", "transitions", "judge_checkpoints", "frames")
@@ -90,15 +91,42 @@ def run_folder(outdir: str | Path, model: str, task: str, instance: str) -> Path
 
 GENERATION_FAILED = "generation failed: "  # a score's reason where no video was made
 
+# What to do about a file of the outdir that does not read back (common.files.read_json,
+# read_csv): for each kind of file, the rule that writes it again or the file to delete.
+SELECTED_FIX = (
+    "delete it, or add --forcerun select_instances to the command: rule select_instances "
+    "writes it again"
+)
+GENERATION_FIX = (
+    "delete it, and the next run makes the instance's video again (rule generate, a GPU "
+    "job; for a video API model rule generate_api, which downloads its finished operation "
+    "again)"
+)
+TABLE_FIX = "delete it, and the next run's rule tables writes it again"
+STAGE_RULES = {"judge": "judge", "transitions": "label_transitions"}
+
+
+def stage_fix(document: str | Path) -> str:
+    """What to do about a VLM stage's document (score.json, transitions.json, ...) that
+    does not read back: its (model, task)'s stage folder goes, and the rule writes it again."""
+    document = Path(document)
+    folder = next(parent for parent in document.parents if parent.name in STAGES)
+    rule = STAGE_RULES.get(folder.name, folder.name)
+    if rule == "judge" and len(folder.parents) > 3 and folder.parents[3].name == VARIANTS:
+        rule = "judge_variant"
+    return (
+        f"delete the folder {folder}, and the next run's rule {rule} writes it again "
+        "(its answered VLM calls come from the cache: none is paid twice)"
+    )
+
 
 def failed_generation(video: str | Path) -> str | None:
     """Why the video beside its generation.json was not made (a video API's refusal or
     failure: `status: error`, `video.mp4` left empty), or None."""
-    meta = Path(video).parent / "generation.json"
-    if not meta.is_file():
+    meta = read_json(Path(video).parent / "generation.json", GENERATION_FIX, optional=True)
+    if meta is None:
         return None
-    document = json.loads(meta.read_text(encoding="utf-8"))
-    return None if document.get("status", "ok") == "ok" else document.get("reason") or "unknown"
+    return None if meta.get("status", "ok") == "ok" else meta.get("reason") or "unknown"
 
 
 def stage_folder(outdir: str | Path, model: str, task: str, stage: str) -> Path:

@@ -1,5 +1,6 @@
 """Job logging for the rules' entry points: `script:` entries get Snakemake's job object
-(`job_log`); the shell entries parse `--name value` options (`shell_job`)."""
+(`job_log`); the shell entries parse `--name value` options (`shell_job`). A job that
+cannot go on ends with `fail_job`: its message, never a traceback."""
 
 from __future__ import annotations
 
@@ -9,11 +10,22 @@ import logging
 import sys
 from argparse import Namespace
 from pathlib import Path
+from typing import NoReturn
+
+from workflow_scripts.common.files import OutdirFileError
+
+
+def fail_job(message: str) -> NoReturn:
+    """End the job with exit status 1: `message` in its log (stderr, where `job_log` or
+    the rule's redirection sends it) and in Snakemake's output, without a traceback."""
+    print(message, file=sys.stderr)
+    sys.exit(message)
 
 
 @contextlib.contextmanager
 def job_log(smk):
-    """Send the job's stdout, stderr and logging (progress bars included) to its log file."""
+    """Send the job's stdout, stderr and logging (progress bars included) to its log file;
+    a file of the outdir that does not read back (`OutdirFileError`) fails the job."""
     Path(smk.log[0]).parent.mkdir(parents=True, exist_ok=True)
     with (
         open(smk.log[0], "w", encoding="utf-8") as log,
@@ -24,6 +36,8 @@ def job_log(smk):
         logging.getLogger().addHandler(handler)
         try:
             yield
+        except OutdirFileError as error:
+            fail_job(str(error))
         finally:
             logging.getLogger().removeHandler(handler)
 

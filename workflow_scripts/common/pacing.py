@@ -27,6 +27,16 @@ SLACK_S = 2.0
 BURST = 2.0  # at most this many times the quota's mean rate in any second
 
 
+def _entry(line: str) -> tuple[float, float, float] | None:
+    """A line's (time, requests, tokens); None for a damaged line (a hand edit, a full
+    disk), which the rewrite then drops: the window only forgets that entry."""
+    try:
+        when, requests, tokens = map(float, line.split())
+    except ValueError:
+        return None
+    return when, requests, tokens
+
+
 class SharedRateLimit:
     """At most `requests` requests and `tokens` tokens (None: no limit) in any `window_s`,
     and at most BURST x `requests` / `window_s` requests in any second, across every
@@ -61,7 +71,7 @@ class SharedRateLimit:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
             now = time.time()
             handle.seek(0)
-            entries = [tuple(map(float, line.split())) for line in handle if line.strip()]
+            entries = [entry for line in handle if (entry := _entry(line))]
             entries = [entry for entry in entries if entry[0] > now - self.window]
             wait = 0.0 if force else self._wait(entries, now)
             if wait == 0.0:

@@ -3,12 +3,12 @@ gallery shows of it (DESIGN, "Outputs")."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_scripts.common import layout
+from workflow_scripts.common.files import read_json
 
 CHECKPOINT = re.compile(r"step(\d+)(_xt)?\.mp4")
 JPEG = {"quality": 80, "optimize": True}  # the gallery's thumbnails: small, made once
@@ -70,7 +70,7 @@ class Run:
 
 
 def _read(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return read_json(path, layout.stage_fix(path), optional=True)
 
 
 def checkpoint_videos(folder: Path) -> list[tuple[str, Path]]:

@@ -39,7 +39,7 @@ from pathlib import Path
 import jsonschema
 import tenacity
 
-from workflow_scripts.common.files import write_json
+from workflow_scripts.common.files import OutdirFileError, read_json, write_json
 from workflow_scripts.common.pacing import SharedRateLimit
 from workflow_scripts.judge.backends import (  # noqa: F401 (JudgeCallError: part of the API)
     BACKENDS,
@@ -365,13 +365,14 @@ class VLMClient:
         return text.replace(self._key, "***")
 
     def _read_cache(self, path: Path, request: Request, validate) -> Reply | None:
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+        try:  # an entry that does not read back is a miss: asked again, written again
+            record = read_json(path, "none (asked again)", ["data", "usage"], optional=True)
+            if record is None:
+                return None
             _check(record["data"], request.schema, validate)
-        except FileNotFoundError:
-            return None
-        except (ValueError, KeyError, TypeError, Fault) as error:
-            log.warning("judge %s: ignoring cache entry %s (%s)", request.kind, path, error)
+        except (ValueError, KeyError, TypeError, Fault) as error:  # OutdirFileError included
+            why = error.problem if isinstance(error, OutdirFileError) else error
+            log.warning("judge %s: ignoring cache entry %s (%s)", request.kind, path, why)
             return None
         version = record.get("model_version")
         return Reply(record["data"], record["usage"], True, 0, model_version=version)

@@ -18,7 +18,6 @@ import asyncio
 import json
 import logging
 import shlex
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import decord
 
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.layout import GENERATION_FAILED, failed_generation, frame_store
-from workflow_scripts.common.logs import job_log
+from workflow_scripts.common.logs import fail_job, job_log
 from workflow_scripts.judge.client import ServiceError, VLMClient
 from workflow_scripts.judge.frames import video_duration
 from workflow_scripts.judge.protocol import judge_video
@@ -58,8 +57,7 @@ def run_vlm(smk, work: Callable) -> list:
     try:
         return asyncio.run(main())
     except ServiceError as error:
-        print(f"{FAILURE}{error.reason}", file=sys.stderr)
-        sys.exit(
+        fail_job(
             f"{FAILURE}{error.reason}\nNothing was written for this job: fix the key, quota "
             "or endpoint and run snakemake again."
         )

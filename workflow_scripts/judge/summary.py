@@ -4,11 +4,11 @@ of its outputs are errors, and where they are listed."""
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from workflow_scripts.common import layout
+from workflow_scripts.common.files import read_json
 
 
 def _statuses(paths: Iterable[str]) -> dict[str, dict]:
@@ -16,7 +16,7 @@ def _statuses(paths: Iterable[str]) -> dict[str, dict]:
     found = {}
     for path in map(Path, paths):
         if path.is_file():
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document = read_json(path, layout.stage_fix(path), ["status"])
             found[str(path)] = {"status": document.get("status"), "reason": document.get("reason")}
     return found
 

@@ -17,11 +17,11 @@ thinking, OpenAI's completion, which holds its reasoning), both billed as output
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workflow_scripts.common.files import read_json
 from workflow_scripts.common.layout import (
     MAIN,
     checkpoint_scores_file,
@@ -146,7 +146,7 @@ class Documents:
 
     def read(self, path: Path):
         """The parsed JSON at `path` (a video: its size in bytes), or None if there is none
-        (or it is being written)."""
+        (or it does not read back: counted as not made; the job that reads it says why)."""
         try:
             mtime = os.stat(path).st_mtime
         except OSError:
@@ -155,8 +155,8 @@ class Documents:
         if cached and cached[0] == mtime:
             return cached[1]
         try:
-            value = path.stat().st_size if path.suffix == ".mp4" else json.loads(path.read_text())
-        except (OSError, ValueError):
+            value = path.stat().st_size if path.suffix == ".mp4" else read_json(path, "")
+        except (OSError, ValueError):  # OutdirFileError included
             return None
         self._cache[path] = (mtime, value)
         return value

@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from vgi_models.state import state_key, write_atomic
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.common.layout import RESUME, parse_run_key, run_folder
-from workflow_scripts.common.logs import job_log
+from workflow_scripts.common.logs import fail_job, job_log
 from workflow_scripts.common.pacing import SharedRateLimit
 from workflow_scripts.video_api.ledger import record
 from workflow_scripts.video_api.operation import NotResumable, Operation
@@ -33,12 +32,6 @@ from workflow_scripts.video_api.provider import Retry
 from workflow_scripts.video_api.providers import open_provider, resolution_of, seconds_of
 
 FAILURE = "Video API failure: "
-
-
-def fail(message: str) -> None:
-    """End the job: the message in its log and in Snakemake's output, exit status 1."""
-    print(f"{FAILURE}{message}", file=sys.stderr)
-    sys.exit(f"{FAILURE}{message}")
 
 
 def generate_api_job(smk) -> None:
@@ -52,7 +45,7 @@ def generate_api_job(smk) -> None:
     with job_log(smk):
         key = os.environ.get(spec.api_key_env, "").strip()
         if not key:
-            fail(f"${spec.api_key_env} (the key of model {spec.key!r}) is not set")
+            fail_job(f"{FAILURE}${spec.api_key_env} (the key of model {spec.key!r}) is not set")
         image, prompt = Path(smk.input.image), smk.params.prompt
         image_sha = hashlib.sha256(image.read_bytes()).hexdigest()
         digest = state_key(settings=spec.settings(), prompt=prompt, image=image_sha)
@@ -69,7 +62,7 @@ def generate_api_job(smk) -> None:
                 options["poll_s"], options["timeout_min"] * 60,
             )  # fmt: skip
         except (NotResumable, ServiceError, Retry, TimeoutError) as error:
-            fail(f"{instance} ({spec.key}): {error}")
+            fail_job(f"{FAILURE}{instance} ({spec.key}): {error}")
         finally:
             client.close()
         write_atomic(video, lambda out: out.write(outcome.video or b""))

@@ -9,17 +9,21 @@ resolution or size) times the seconds of video asked for.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts.common.files import write_json
+from workflow_scripts.common.files import read_json, write_json
 from workflow_scripts.video_api.providers import resolution_of, seconds_of
 
 LEDGER = "ledger"
+# A record is the only trace of a paid submission: nothing writes it again.
+RECORD_FIX = (
+    "nothing writes a ledger record again: restore it by hand (its fields are "
+    "video_api.ledger.record's), or delete it and the costs leave that submission out"
+)
 COLUMNS = [
     "provider", "model", "model_id", "operation", "task", "instance", "submitted_at",
     "seconds", "resolution", "price_per_second", "cost",
@@ -71,7 +75,7 @@ def record(outdir: str | Path, spec, run: str, task: str, instance: str, operati
 def read_ledger(outdir: str | Path) -> pd.DataFrame:
     """Every submission of the run under `outdir`, one row each (COLUMNS), oldest first."""
     rows = [
-        json.loads(path.read_text(encoding="utf-8"))
+        read_json(path, RECORD_FIX, ["model", "operation", "cost"])
         for path in sorted((Path(outdir) / LEDGER).glob("*/*/*/*.json"))
     ]
     table = pd.DataFrame(rows, columns=COLUMNS)

@@ -33,6 +33,8 @@ from pathlib import Path
 import tenacity
 
 from vgi_models.state import write_atomic
+from workflow_scripts.common.files import OutdirFileError, read_json
+from workflow_scripts.video_api.ledger import LEDGER
 from workflow_scripts.video_api.provider import Outcome, Retry, UnknownOperation
 
 log = logging.getLogger(__name__)
@@ -74,12 +76,47 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# What each status's state holds besides `status` (see the module).
+STATE_KEYS = {
+    "submitting": ("since",),
+    "submitted": ("operation", "submitted_at"),
+    "done": ("operation", "submitted_at", "outcome"),
+}
+
+
+def state_fix(path: Path) -> str:
+    """What to do about an operation state that does not read back: nobody knows whether
+    its video was submitted, so it is the user's call to submit again."""
+    # <outdir>/resume/<run>/<task>/<instance>/<digest>.json: <outdir>/ledger/<run>/<task>/<instance>
+    ledger = path.parents[4] / LEDGER / Path(*path.parent.parts[-3:])
+    return (
+        f"see whether this video was submitted already (the ledger's records in {ledger}, "
+        "the provider's console). If it was, write "
+        '{"status": "submitted", "operation": "<its id>", "submitted_at": "<its time>"} '
+        "into the file and the next run waits on that operation; if not, delete the file "
+        "and the next run submits the video (paid)"
+    )
+
+
+def read_state(path: Path) -> dict | None:
+    """The operation's state in `path` (None: never asked); `OutdirFileError` for one that
+    does not read back as a state this module wrote."""
+    state = read_json(path, state_fix(path), ["status"], optional=True)
+    if state is not None:
+        keys = STATE_KEYS.get(state["status"])
+        missing = [key for key in keys or () if key not in state]
+        if keys is None or missing:
+            problem = f"lacks {', '.join(missing)}" if missing else "has an unknown status"
+            raise OutdirFileError(path, f"{problem} (not an operation state)", state_fix(path))
+    return state
+
+
 class Operation:
     """The operation of one instance: `state` is its file's content (None: never asked)."""
 
     def __init__(self, path: Path, provider, resubmit: bool = False) -> None:
         self.path, self.provider, self.resubmit = Path(path), provider, resubmit
-        self.state = json.loads(self.path.read_text()) if self.path.exists() else None
+        self.state = read_state(self.path)
         self.submissions = 0  # by this attempt
 
     def _save(self, **state) -> None:
