@@ -44,7 +44,7 @@ from workflow_scripts.study.tally import Tally, tally
 COLUMNS = ["model", "task", "videos", "generated", "judged", "labelled", "failed", "running",
            "hours_left", "gpu_hours", "calls", "tokens", "cost"]  # fmt: skip
 ERRORS = ["model", "task", "instance", "stage", "reason", "rerun"]
-MODELS = ["model", "videos", "generated", "judged", "labelled", "labels", "hours_left",
+MODELS = ["model", "videos", "generated", "judged", "labelled", "labels", "making", "hours_left",
           "gpu_hours", "calls", "tokens", "cost", "plan_gpu_hours", "plan_calls",
           "plan_tokens", "plan_cost"]  # fmt: skip
 STAGE_FOLDER = {LABELS: "transitions", CHECKPOINTS: "judge_checkpoints"}
@@ -118,13 +118,13 @@ def model_rows(study: Study, table: pd.DataFrame, tallies: dict[str, Tally], job
     pace of now, and beside the spend, the plan's estimate for the whole study (spent +
     the plan's `*_left`)."""
     learned = learn(study, tallies)
+    plan = {key: plan_row(study, run, tallies, prices, learned) for key, run in study.runs.items()}
     making = [j["wildcards"].get("model") for j in jobs
               if j["state"] == "running" and j["rule"] in GENERATE_RULES]  # fmt: skip
     rows = []
     for run in [*study.runs.values(), None]:  # None: the whole study
         mine = table if run is None else table[table["model"] == run.key]
-        plans = [plan_row(study, r, tallies, prices, learned)
-                 for r in (study.runs.values() if run is None else [run])]  # fmt: skip
+        plans = list(plan.values()) if run is None else [plan[run.key]]
         spent = {key: mine[key].sum() for key in ("gpu_hours", "calls", "tokens")}
         spent["cost"] = total(mine["cost"].dropna())
         running = len(making) if run is None else making.count(run.key)
@@ -133,6 +133,7 @@ def model_rows(study: Study, table: pd.DataFrame, tallies: dict[str, Tally], job
             **{key: mine[key].sum() for key in ("videos", "generated", "judged", "labelled")},
             "labels": any(LABELS in study.stages(r) for r in study.runs.values()
                           if run is None or r is run),
+            "making": running,
             "hours_left": mine["hours_left"].sum() / max(1, running),
             **spent,
             "plan_gpu_hours": spent["gpu_hours"] + sum(p["gpu_hours_left"] for p in plans),

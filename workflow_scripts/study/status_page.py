@@ -34,6 +34,13 @@ def duration(hours: float) -> str:
     return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
 
 
+def time_left(hours: float, making: int) -> str:
+    """The time left, or `finishing` where the jobs running have outrun the plan's time."""
+    if hours:
+        return duration(hours)
+    return "finishing" if making else "—"
+
+
 def bar(done: int, of: int, column: str) -> str:
     """A progress bar of `done` of `of` (its width: the share done)."""
     width = 100 * done / of if of else 0
@@ -59,7 +66,7 @@ def models_table(models: pd.DataFrame, currency: str) -> str:
         for column in BARS:
             shown = column != "labelled" or row["labels"]
             cells.append(bar(row[column], row["videos"], column) if shown else "—")
-        cells.append(duration(row["hours_left"]) if row["hours_left"] else "—")
+        cells.append(time_left(row["hours_left"], row["making"]))
         cells += [spent_of(row[key], row[f"plan_{key}"], form) for key, (_, form) in SPENT.items()]
         cells.append(spent_of(row["cost"], row["plan_cost"], "{:,.2f}"))
         lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
@@ -70,7 +77,8 @@ def page(table: pd.DataFrame, models: pd.DataFrame, errors: pd.DataFrame, writte
          currency: str) -> str:  # fmt: skip
     """status.html: the models, the status table, then the errors."""
     total = models.iloc[-1]
-    left = f"{duration(total['hours_left'])} at the pace of now" if total["hours_left"] else "none"
+    left = time_left(total["hours_left"], total["making"]).replace("—", "none")
+    left += " at the pace of now" if total["hours_left"] else ""
     lines = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
