@@ -92,7 +92,8 @@ def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict], secon
     making = [j for j in running if j["rule"] in GENERATE_RULES]
     share = sum(max(0.0, 1 - (now - j["started"]) / seconds) for j in making)
     waiting = max(0, count.videos - count.made - len(making)) if run.generates else 0
-    costs = run_costs(study, run, count, prices, ledger[ledger["task"] == task])
+    mine = ledger[ledger["task"] == task] if run.source == API else ledger  # else none
+    costs = run_costs(study, run, count, prices, mine)
     return {
         "model": run.key,
         "task": task,
