@@ -11,7 +11,13 @@ from `os.wait4`, children included; median of `--repeats`):
 - `dry run`: `snakemake -n --quiet` (the whole study's DAG);
 - `plan`: `snakemake plan` (parses the workflow, runs the plan job);
 - `plan -n`: `snakemake -n plan` (the same without the job), so the plan job's own CPU is
-  `plan` - `plan -n`.
+  `plan` - `plan -n`;
+
+and, in this process, one write of the status page (`study.status.StatusWriter`, as a
+run's main process makes it on a job event) once the first two models' videos are made,
+judged and labelled (fake documents, 810 instances): the first write (every document
+read), a write after a job ended (its (model, task) counted again), and a write counting
+every (model, task) again (every document looked at; none changed, so none parsed).
 
     python bench/plan_cost.py [--repeats N]
 
@@ -25,11 +31,19 @@ import json
 import os
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
 import yaml
 from dag_scale import OVERLAP, REPO, TAXONOMY, build_benchmark, snakemake
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+from workflow_scripts.common.files import write_json
+from workflow_scripts.common.layout import MAIN
+from workflow_scripts.study.documents import LABELS, Study
+from workflow_scripts.study.status import StatusWriter
 
 MODELS = ["wan22_i2v_a14b", "wan21_i2v_14b", "hunyuan15_i2v", "ltx23_i2v", "vbvr_wan22"]
 RUNS = {"dry run": ["-n", "--quiet"], "plan": ["plan"], "plan -n": ["plan", "-n", "--quiet"]}
@@ -65,6 +79,48 @@ def write_config(tmp: Path) -> Path:
     return path
 
 
+def fake_documents(study: Study, runs: int = 2) -> None:
+    """generation.json, the main judge's score.json and the transition labels of every
+    instance of the first `runs` run keys (figures of the size a real study records)."""
+    tokens = {"prompt": 30000, "total": 34000}
+    made = {"status": "ok", "seconds": {"load": 60, "denoise": 11000, "decode": 300}}
+    for run in list(study.runs.values())[:runs]:
+        for instance in run.instances:
+            write_json(study.generation(run, instance), made)
+            for stage, calls in ((MAIN, 8), (LABELS, 6)):
+                document = {"status": "ok", "calls": calls, "cached_calls": 0, "tokens": tokens}
+                write_json(study.document(stage, run, instance), document)
+
+
+def cpu_ms(action) -> float:
+    """The CPU milliseconds of `action()`."""
+    start = time.process_time()
+    action()
+    return round(1000 * (time.process_time() - start), 1)
+
+
+def status_write_cost(tmp: Path, config: Path) -> dict:
+    """CPU ms of status writes on the study (`study_description()` of the parsed workflow)."""
+    os.environ.setdefault("DAG_SCALE_UNUSED_KEY", "not-used: no job runs")
+    with SnakemakeApi(OutputSettings()) as api:
+        workflow = api.workflow(
+            resource_settings=ResourceSettings(cores=1),
+            config_settings=ConfigSettings(configfiles=[config]),
+            snakefile=REPO / "Snakefile",
+            workdir=tmp,
+        )._workflow
+        study = Study.from_dict(workflow.globals["study_description"]())
+        prices = workflow.config["prices"]
+    fake_documents(study)
+    writer = StatusWriter(study, prices, "--cores 1", say=lambda line: None)
+    first = cpu_ms(writer.write)
+    model, task = next(iter(writer.instances))
+    writer.ended({"wildcards": {"model": model, "task": task}})
+    one = cpu_ms(writer.write)
+    writer.dirty = set(writer.instances)
+    return {"first_ms": first, "one_job_ms": one, "every_task_ms": cpu_ms(writer.write)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command")
@@ -83,6 +139,7 @@ def main() -> None:
                 "peak_mb": round(max(r[2] for r in runs), 1),
             }
         plan = pd.read_csv(tmp / "results" / "plan.csv")
+        write = status_write_cost(tmp, config)
     print(plan.to_string(index=False, na_rep=""))
     print()
     print(f"{'command':<10}{'CPU s':>8}{'wall s':>8}{'peak MB':>9}")
@@ -90,8 +147,11 @@ def main() -> None:
         print(f"{label:<10}{f['cpu_s']:>8}{f['wall_s']:>8}{f['peak_mb']:>9}")
     job = round(figures["plan"]["cpu_s"] - figures["plan -n"]["cpu_s"], 2)
     print(f"the plan job's own CPU: {job} s; median of {repeats}; load average {load:.2f}")
+    print(f"a status write, CPU ms: first {write['first_ms']}, after one job "
+          f"{write['one_job_ms']}, every (model, task) again {write['every_task_ms']}")  # fmt: skip
     figures.update(
         plan_job_cpu_s=job,
+        status_write_cpu_ms=write,
         plan=plan.fillna("").to_dict("records"),
         load_avg_before=round(load, 2),
         load_avg_after=round(os.getloadavg()[0], 2),

@@ -17,7 +17,8 @@ from tests.support.scripted_judge import Judge
 from tests.support.video_api_run import KEY_ENV, MODELS, api_config
 from tests.support.workflow import EXAMPLES, snakemake
 from vgi_models.registry import load_registry
-from workflow_scripts.video_api.ledger import COLUMNS, cost_per_video, read_ledger
+from workflow_scripts.study.prices import cost_per_video
+from workflow_scripts.video_api.ledger import COLUMNS, read_ledger
 
 REFUSED = "sorting_lv2_002"
 VIDEO_KEY, VLM_KEY = "sk-video-7f3a9c1e", "vlm-key-5b2d8e4f"

@@ -9,18 +9,23 @@ their price at `prices`; the disk the run takes once finished.
 Calls per video: measured (calls and cache hits per document of that run and stage) where
 documents exist, else derived from the judge protocol at the clip's length and rate
 (`judge_calls`): completeness 1 call; round 1 one call per window of its frames; round 2
-ROUND2_PER_WINDOW windows per round-1 call (an estimate: it follows the judge's
-nominations; all at once: one call per nominated interval); the verdict 1 call; a
-transition label 1 call per checkpoint pair; judge variants and judged checkpoints repeat
-the judge's calls. Tokens per call: measured per
-stage over the study's documents, else IMAGE_TOKENS per image sent plus TEXT_TOKENS in and
-OUTPUT_TOKENS out per call.
+a number of windows per round-1 call, which follows the judge's nominations: the rate the
+judge's documents so far show (`round2_rates`), else all judges', else ROUND2_PER_WINDOW
+(all at once: one call per nominated interval); the verdict 1 call; a transition label 1
+call per checkpoint pair; judge variants and judged checkpoints repeat the judge's calls.
+Tokens per call: measured per stage over the study's documents, else IMAGE_TOKENS per
+image sent plus TEXT_TOKENS in and OUTPUT_TOKENS out per call.
+
+Everything is computed from the runs' counts (`tally.Tally`), so the status page computes
+the same plan from the counts it keeps.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,15 +35,9 @@ from workflow_scripts.common.layout import MAIN, run_folder
 from workflow_scripts.judge.frames import samples
 from workflow_scripts.judge.protocol import windows
 from workflow_scripts.judge.settings import Protocol
-from workflow_scripts.study.costs import stage_spent
-from workflow_scripts.study.documents import (
-    CHECKPOINTS,
-    LABELS,
-    Documents,
-    Study,
-    generation_seconds,
-)
-from workflow_scripts.study.sources import token_cost, video_price
+from workflow_scripts.study.documents import CHECKPOINTS, LABELS, Documents, Study
+from workflow_scripts.study.prices import token_cost, total, video_price
+from workflow_scripts.study.tally import Tally, run_tallies
 
 COLUMNS = ["model", "videos_done", "videos_left", "gpu_hours_left", "calls_left",
            "tokens_left", "cost_left", "disk_gb"]  # fmt: skip
@@ -46,11 +45,14 @@ IMAGE_TOKENS = 258  # Gemini's tokens for an image of up to 384 px a side (more:
 TEXT_TOKENS = 800  # a call's instructions, checklist and frame labels
 OUTPUT_TOKENS = 600  # a reply, thinking included
 ROUND2_PER_WINDOW = 1.0  # round-2 windows per round-1 window (one nominated moment each)
+ANY_JUDGE = ""  # round2_rates' key of every judge's documents together
 BITS_PER_PIXEL = 0.15  # an encoded frame's size (H.264 at imageio's default quality)
 
 
-def judge_calls(frames: int, fps: float, p: Protocol) -> tuple[float, float]:
-    """(calls, images sent) of one video's judgement under protocol `p`."""
+def judge_calls(frames: int, fps: float, p: Protocol,
+                round2: float = ROUND2_PER_WINDOW) -> tuple[float, float]:  # fmt: skip
+    """(calls, images sent) of one video's judgement under protocol `p`, with `round2`
+    round-2 windows per round-1 call."""
     first_fps = p.even_fps if p.sampling == "even" else p.round1_fps
     shown = len(samples(frames, fps, p.completeness_fps, rule=p.frames))
     first = len(samples(frames, fps, first_fps, rule=p.frames))
@@ -62,30 +64,48 @@ def judge_calls(frames: int, fps: float, p: Protocol) -> tuple[float, float]:
         per = (
             1 if p.batching == "all_at_once" else len(windows(range(interval), p.window, p.overlap))
         )
-        second = ROUND2_PER_WINDOW * first_calls * per  # one nominated moment per call
+        second = round2 * first_calls * per  # `round2` nominated moments per call
         calls += second
         images += second * (min(interval, p.window) + 1)
     return calls, images
 
 
-def estimate(study: Study, stage: str, run, clip: tuple[int, float]) -> tuple[float, float]:
-    """(calls, images) per video of `stage`, from the protocol."""
+def judge_of(study: Study, stage: str) -> str:
+    """The judge whose protocol a VLM stage follows (checkpoints: the main judge's)."""
+    return stage if stage in study.judges else MAIN
+
+
+def estimate(study: Study, stage: str, clip: tuple[int, float],
+             rates: Mapping | None = None) -> tuple[float, float]:  # fmt: skip
+    """(calls, images) per video of `stage`, from the protocol (`rates`: round-2 windows
+    per round-1 call by judge, `round2_rates`: the stage's judge's, else all judges', else
+    ROUND2_PER_WINDOW)."""
     if stage == LABELS:
         return len(study.pairs), len(study.pairs) * (2 * study.frames_per_checkpoint + 1)
-    protocol = Protocol(**study.judges[stage if stage in study.judges else MAIN]["protocol"])
-    calls, images = judge_calls(*clip, protocol)
+    judge = judge_of(study, stage)
+    protocol = Protocol(**study.judges[judge]["protocol"])
+    rates = rates or {}
+    calls, images = judge_calls(
+        *clip, protocol, rates.get(judge, rates.get(ANY_JUDGE, ROUND2_PER_WINDOW))
+    )
     repeat = len(study.checkpoints) if stage == CHECKPOINTS else 1
     return calls * repeat, images * repeat
+
+
+@functools.cache
+def video_clip(path: str) -> tuple[int, float]:
+    """(frames, fps) of a video (read once per process)."""
+    import decord
+
+    reader = decord.VideoReader(path)
+    return len(reader), reader.get_avg_fps()
 
 
 def clip(run) -> tuple[int, float]:
     """(frames, fps) of the run's videos: the registry's, else read from one of them."""
     if run.frames and run.fps:
         return run.frames, run.fps
-    import decord
-
-    reader = decord.VideoReader(str(run.sample_video))
-    return len(reader), reader.get_avg_fps()
+    return video_clip(str(run.sample_video))
 
 
 def folder_bytes(folder: Path) -> int:
@@ -95,51 +115,68 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def seconds_per_video(study: Study, run, docs: Documents) -> float:
+def seconds_per_video(study: Study, run, tallies: Mapping[str, Tally]) -> float:
     """Measured seconds per video of the run, else of the model's runs, else the registry's."""
     for runs in ([run], [r for r in study.runs.values() if r.model == run.model]):
-        measured = [
-            generation_seconds(meta)
-            for r in runs
-            for instance in r.instances
-            if (meta := docs.read(study.generation(r, instance)))
-        ]
-        if measured:
-            return statistics.fmean(measured)
+        measured = [tallies[r.key] for r in runs]
+        if count := sum(t.measured for t in measured):
+            return sum(t.seconds for t in measured) / count
     return 60.0 * (run.runtime_min or 60)
 
 
-def per_call(study: Study, docs: Documents) -> dict:
+def per_call(study: Study, tallies: Mapping[str, Tally]) -> dict:
     """Measured (input, output) tokens per call of each stage over the study's documents."""
-    measured = {}
-    for stage in {stage for run in study.runs.values() for stage in study.stages(run)}:
-        runs = [run for run in study.runs.values() if stage in study.stages(run)]
-        used = [stage_spent(study, stage, run, docs) for run in runs]
-        if calls := sum(u["calls"] + u["cached_calls"] for u in used):
-            keys = ("input_tokens", "output_tokens")
-            measured[stage] = tuple(sum(u[key] for u in used) / calls for key in keys)
-    return measured
+    used: dict = {}
+    for run in study.runs.values():
+        for stage in study.stages(run):
+            used[stage] = used.get(stage, Counter()) + tallies[run.key].stage(stage)
+    return {
+        stage: (u["input_tokens"] / calls, u["output_tokens"] / calls)
+        for stage, u in used.items()
+        if (calls := u["calls"] + u["cached_calls"])
+    }
 
 
-def plan_row(study: Study, run, prices: Mapping, docs: Documents, measured: dict) -> dict:
-    """The plan of one run key (`measured`: tokens per call by stage, `per_call`)."""
-    made = [
-        instance
-        for instance in run.instances
-        if not run.generates or docs.read(study.generation(run, instance)) is not None
-    ]  # videos made elsewhere: nothing to make
-    done, left = len(made), len(run.instances) - len(made)
-    hours = seconds_per_video(study, run, docs) / 3600 if run.denoises else 0.0
+def round2_rates(study: Study, tallies: Mapping[str, Tally]) -> dict:
+    """Round-2 windows per round-1 call of each judge (checkpoints: the main judge's), as
+    its documents so far show: their calls (cache hits and retries included) less the
+    protocol's fixed calls, over the protocol's calls per unit of rate. A judge without
+    judged videos (or with `sampling: even`) is left out; ANY_JUDGE: all judges' together."""
+    spare: Counter = Counter()
+    units: Counter = Counter()
+    for run in study.runs.values():
+        for stage in study.stages(run):
+            used = tallies[run.key].stage(stage)
+            if stage == LABELS or not used["paid"]:
+                continue
+            judge = judge_of(study, stage)
+            fixed, _ = estimate(study, stage, clip(run), {judge: 0.0})
+            unit = estimate(study, stage, clip(run), {judge: 1.0})[0] - fixed
+            spare[judge] += used["calls"] + used["cached_calls"] - used["paid"] * fixed
+            units[judge] += used["paid"] * unit
+    spare[ANY_JUDGE], units[ANY_JUDGE] = sum(spare.values()), sum(units.values())
+    return {judge: max(0.0, spare[judge] / units[judge]) for judge in units if units[judge]}
+
+
+def plan_row(study: Study, run, tallies: Mapping[str, Tally], prices: Mapping,
+             learned: tuple[dict, dict]) -> dict:  # fmt: skip
+    """The plan of one run key, but its disk (`learned`: tokens per call by stage,
+    `per_call`, and round-2 rates by judge, `round2_rates`)."""
+    measured, rates = learned
+    count = tallies[run.key]
+    done = count.made if run.generates else count.videos  # made elsewhere: nothing to make
+    left = count.videos - done
+    hours = seconds_per_video(study, run, tallies) / 3600 if run.denoises else 0.0
     price = video_price(run, hours, prices)
     costs = [None if price is None else price * left]
     calls = tokens = 0.0
     for stage in study.stages(run):
-        used = stage_spent(study, stage, run, docs)
-        if not (missing := len(run.instances) - used["n"]):
+        used = count.stage(stage)
+        if not (missing := count.videos - used["n"]):
             continue
-        per_video, images = estimate(study, stage, run, clip(run))
-        if used["n"]:  # measured: the run's judgements so far
-            per_video = (used["calls"] + used["cached_calls"]) / used["n"]
+        per_video, images = estimate(study, stage, clip(run), rates)
+        if used["paid"]:  # measured: the run's judgements so far
+            per_video = (used["calls"] + used["cached_calls"]) / used["paid"]
         if stage in measured:
             tokens_in, tokens_out = (missing * per_video * n for n in measured[stage])
         else:
@@ -148,7 +185,6 @@ def plan_row(study: Study, run, prices: Mapping, docs: Documents, measured: dict
         calls += missing * per_video
         tokens += tokens_in + tokens_out
         costs.append(token_cost(study.vlm_model(stage), tokens_in, tokens_out, prices))
-    priced = [cost for cost in costs if cost is not None]
     return {
         "model": run.key,
         "videos_done": done,
@@ -156,9 +192,13 @@ def plan_row(study: Study, run, prices: Mapping, docs: Documents, measured: dict
         "gpu_hours_left": left * hours,
         "calls_left": calls,
         "tokens_left": tokens,
-        "cost_left": sum(priced) if priced else None,
-        "disk_gb": disk_bytes(study, run, made) / 1e9,
+        "cost_left": total(costs),
     }
+
+
+def learn(study: Study, tallies: Mapping[str, Tally]) -> tuple[dict, dict]:
+    """What the documents so far teach the plan: tokens per call, round-2 rates."""
+    return per_call(study, tallies), round2_rates(study, tallies)
 
 
 def disk_bytes(study: Study, run, made: list) -> float:
@@ -179,8 +219,13 @@ def disk_bytes(study: Study, run, made: list) -> float:
 def plan_table(study: Study, prices: Mapping, docs: Documents | None = None) -> pd.DataFrame:
     """The plan: a row per run key, then `total`."""
     docs = docs or Documents()
-    measured = per_call(study, docs)
-    rows = [plan_row(study, run, prices, docs, measured) for run in study.runs.values()]
+    tallies = run_tallies(study, docs)
+    learned = learn(study, tallies)
+    rows = []
+    for run in study.runs.values():
+        made = [i for i in run.instances if docs.read(study.generation(run, i)) is not None]
+        disk = disk_bytes(study, run, made) / 1e9
+        rows.append({**plan_row(study, run, tallies, prices, learned), "disk_gb": disk})
     rows = pd.DataFrame(rows, columns=COLUMNS)
     total = rows.drop(columns="model").sum(min_count=1)
     rows = pd.concat([rows, pd.DataFrame([{"model": "total", **total}])], ignore_index=True)

@@ -5,15 +5,23 @@ the run events a logger plugin gets (JOB_INFO when a job starts or is submitted,
 JOB_FINISHED, JOB_ERROR with the job's log files), also for jobs on other SLURM nodes,
 whose events the main process reports. After each event (at most every `every` seconds,
 a timer catching the last) it writes, per (model, task), counted from the documents on
-disk: videos generated, judged (main judge, `ok`), labelled (`ok`), failed (documents in
-`error` and jobs of this run that failed) and jobs running now, with the GPU-hours and
-VLM calls spent so far; and the errors, each with its reason and the command that reruns
-it. The page is static HTML (it reloads itself every 30 s) showing the same table.
+disk (`tally`; only the (model, task) of the jobs that ended since the last write are
+counted again): videos, generated, judged (main judge, `ok`), labelled (`ok`), failed
+(documents in `error` and jobs of this run that failed), jobs running now, the hours of
+generation left, and what was spent so far (GPU-hours, VLM calls, tokens, cost); and the
+errors, each with its reason and the command that reruns it. The page (static HTML, it
+reloads itself every 30 s) shows per model a progress bar each for videos made, judged
+and labelled, the time left and the spend beside the plan's estimate for the whole
+study (spent + the plan's `*_left`, `plan.plan_row`), then the table and the errors.
+
+Time left of a model: its seconds per video (the plan's: measured, else the registry's)
+x (videos not started + for each of its generate jobs running now, the share of a video
+it has still to go, max(0, 1 - its seconds so far / seconds per video)), divided by the
+number of its generate jobs running now (at least 1): the wall time at the pace of now.
 """
 
 from __future__ import annotations
 
-import html
 import logging
 import shlex
 import threading
@@ -26,20 +34,21 @@ from snakemake_interface_logger_plugins.common import LogEvent
 
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
-from workflow_scripts.study.costs import write_costs
-from workflow_scripts.study.documents import (
-    CHECKPOINTS,
-    LABELS,
-    Documents,
-    Study,
-    generation_seconds,
-    spent,
-)
+from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
+from workflow_scripts.study.documents import CHECKPOINTS, LABELS, Documents, Study
+from workflow_scripts.study.plan import learn, plan_row, seconds_per_video
+from workflow_scripts.study.prices import API, total
+from workflow_scripts.study.status_page import page
+from workflow_scripts.study.tally import Tally, tally
 
-COLUMNS = ["model", "task", "generated", "judged", "labelled", "failed", "running",
-           "gpu_hours", "calls"]  # fmt: skip
+COLUMNS = ["model", "task", "videos", "generated", "judged", "labelled", "failed", "running",
+           "hours_left", "gpu_hours", "calls", "tokens", "cost"]  # fmt: skip
 ERRORS = ["model", "task", "instance", "stage", "reason", "rerun"]
+MODELS = ["model", "videos", "generated", "judged", "labelled", "labels", "making", "hours_left",
+          "gpu_hours", "calls", "tokens", "cost", "plan_gpu_hours", "plan_calls",
+          "plan_tokens", "plan_cost"]  # fmt: skip
 STAGE_FOLDER = {LABELS: "transitions", CHECKPOINTS: "judge_checkpoints"}
+GENERATE_RULES = ("generate", "generate_api")
 
 
 def stage_target(study: Study, run_key: str, task: str, stage: str) -> Path:
@@ -49,55 +58,110 @@ def stage_target(study: Study, run_key: str, task: str, stage: str) -> Path:
     return judge_folder(study.outdir, run_key, task, stage)
 
 
-def progress(study: Study, docs: Documents, jobs: list[dict], rerun: str):
-    """(status table, errors table): the documents' counts per (run, task) and `jobs`
-    (this run's running or failed jobs: rule, wildcards, state, reason, target). `rerun`:
-    what a rerun command puts after its target (cores, config files, --config last)."""
-    rows, errors = [], []
+def task_instances(study: Study) -> dict[tuple[str, str], list[str]]:
+    """The instances of each (run key, task), in the study's order."""
+    found: dict[tuple[str, str], list[str]] = {}
     for run in study.runs.values():
-        by_task: dict[str, list[str]] = {}
         for instance, task in run.instances.items():
-            by_task.setdefault(task, []).append(instance)
-        stages = study.stages(run)
-        for task, instances in by_task.items():
-            row = dict.fromkeys(COLUMNS[2:], 0)
-            seconds = 0.0
-            for instance in instances:
-                made = docs.read(study.generation(run, instance))
-                row["generated"] += made is not None
-                seconds += generation_seconds(made) if run.denoises and made else 0.0
-                if isinstance(made, dict) and made.get("status") == "error":  # an API's refusal
-                    row["failed"] += 1
-                    video = study.generation(run, instance).with_name("video.mp4")
-                    # `rerun` ends with its --config list, if it has one: join it
-                    resubmit = ("" if " --config " in rerun else " --config") + (
-                        " 'video_api={resubmit: true}'"
-                    )
-                    errors.append([run.key, task, instance, "generate", made.get("reason", ""),
-                                   f"snakemake {shlex.quote(str(video))} --force {rerun}"
-                                   f"{resubmit}"])  # fmt: skip
-                    continue  # its judge's error only repeats it
-                for stage in stages:
-                    document = docs.read(study.document(stage, run, instance))
-                    if not document:
-                        continue
-                    row["calls"] += spent(document)["calls"]
-                    ok = document.get("status") == "ok"
-                    row["judged"] += ok and stage == MAIN
-                    row["labelled"] += ok and stage == LABELS
-                    if not ok and stage in (MAIN, LABELS):
-                        row["failed"] += 1
-                    if not ok:
-                        target = shlex.quote(str(stage_target(study, run.key, task, stage)))
-                        reason = document.get("reason", "")
-                        errors.append([run.key, task, instance, stage, reason,
-                                       f"snakemake {target} --force {rerun}"])  # fmt: skip
-            mine = [j for j in jobs if j["wildcards"].get("model") == run.key
-                    and j["wildcards"].get("task") == task]  # fmt: skip
-            row["running"] = sum(j["state"] == "running" for j in mine)
-            row["failed"] += sum(j["state"] == "failed" for j in mine)
-            row["gpu_hours"] = round(seconds / 3600, 4)
-            rows.append({"model": run.key, "task": task, **row})
+            found.setdefault((run.key, task), []).append(instance)
+    return found
+
+
+def errors_of(study: Study, run, task: str, count: Tally, rerun: str) -> list[list]:
+    """The errors the documents of a (run, task) record, each with its rerun command."""
+    rows = []
+    for instance, stage, reason in count.errors:
+        if stage == "generate":  # an API's refusal: resubmitted ({rerun} may end in --config)
+            video = study.generation(run, instance).with_name("video.mp4")
+            resubmit = ("" if " --config " in rerun else " --config") + (
+                " 'video_api={resubmit: true}'"
+            )
+            command = f"snakemake {shlex.quote(str(video))} --force {rerun}{resubmit}"
+        else:
+            target = shlex.quote(str(stage_target(study, run.key, task, stage)))
+            command = f"snakemake {target} --force {rerun}"
+        rows.append([run.key, task, instance, stage, reason, command])
+    return rows
+
+
+def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict], seconds: float,
+             prices: dict, ledger: pd.DataFrame, now: float) -> dict:  # fmt: skip
+    """The status of a (run, task) from its counts, its `jobs` (running or failed) and
+    the run's `seconds` per video (`now`: time.monotonic())."""
+    running = [j for j in jobs if j["state"] == "running"]
+    making = [j for j in running if j["rule"] in GENERATE_RULES]
+    share = sum(max(0.0, 1 - (now - j["started"]) / seconds) for j in making)
+    waiting = max(0, count.videos - count.made - len(making)) if run.generates else 0
+    mine = ledger[ledger["task"] == task] if run.source == API else ledger  # else none
+    costs = run_costs(study, run, count, prices, mine)
+    return {
+        "model": run.key,
+        "task": task,
+        "videos": count.videos,
+        "generated": count.made,
+        "judged": count.stage(MAIN)["ok"],
+        "labelled": count.stage(LABELS)["ok"],
+        "failed": count.refused
+        + sum(stage in (MAIN, LABELS) for _, stage, _ in count.errors)
+        + sum(j["state"] == "failed" for j in jobs),
+        "running": len(running),
+        "hours_left": (waiting + share) * seconds / 3600 if run.generates else 0.0,
+        "gpu_hours": costs[0]["gpu_hours"],
+        "calls": sum(row["calls"] for row in costs[1:]),
+        "tokens": sum(row["input_tokens"] + row["output_tokens"] for row in costs[1:]),
+        "cost": total(row["cost"] for row in costs),
+    }
+
+
+def model_rows(study: Study, table: pd.DataFrame, tallies: dict[str, Tally], jobs: list,
+               prices: dict) -> pd.DataFrame:  # fmt: skip
+    """Per run key, then `total`: the progress summed over its tasks, the time left at the
+    pace of now, and beside the spend, the plan's estimate for the whole study (spent +
+    the plan's `*_left`)."""
+    learned = learn(study, tallies)
+    plan = {key: plan_row(study, run, tallies, prices, learned) for key, run in study.runs.items()}
+    making = [j["wildcards"].get("model") for j in jobs
+              if j["state"] == "running" and j["rule"] in GENERATE_RULES]  # fmt: skip
+    rows = []
+    for run in [*study.runs.values(), None]:  # None: the whole study
+        mine = table if run is None else table[table["model"] == run.key]
+        plans = list(plan.values()) if run is None else [plan[run.key]]
+        spent = {key: mine[key].sum() for key in ("gpu_hours", "calls", "tokens")}
+        spent["cost"] = total(mine["cost"].dropna())
+        running = len(making) if run is None else making.count(run.key)
+        rows.append({
+            "model": "total" if run is None else run.key,
+            **{key: mine[key].sum() for key in ("videos", "generated", "judged", "labelled")},
+            "labels": any(LABELS in study.stages(r) for r in study.runs.values()
+                          if run is None or r is run),
+            "making": running,
+            "hours_left": mine["hours_left"].sum() / max(1, running),
+            **spent,
+            "plan_gpu_hours": spent["gpu_hours"] + sum(p["gpu_hours_left"] for p in plans),
+            "plan_calls": spent["calls"] + sum(p["calls_left"] for p in plans),
+            "plan_tokens": spent["tokens"] + sum(p["tokens_left"] for p in plans),
+            "plan_cost": total([spent["cost"], *(p["cost_left"] for p in plans)]),
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=MODELS)
+
+
+def progress(study: Study, counts: dict[tuple[str, str], Tally], jobs: list[dict], rerun: str,
+             prices: dict, ledger: pd.DataFrame):  # fmt: skip
+    """(status table, models table, errors table) from the counts of each (run key, task)
+    and `jobs` (this run's running or failed jobs: rule, wildcards, state, started,
+    reason, target). `rerun`: what a rerun command puts after its target (cores, config
+    files, --config last)."""
+    rows, errors, now = [], [], time.monotonic()
+    tallies = {key: Tally() for key in study.runs}
+    for (key, _), count in counts.items():
+        tallies[key] = tallies[key] + count
+    seconds = {key: seconds_per_video(study, run, tallies) for key, run in study.runs.items()}
+    for (key, task), count in counts.items():
+        run = study.runs[key]
+        mine = [j for j in jobs if j["wildcards"].get("model") == key
+                and j["wildcards"].get("task") == task]  # fmt: skip
+        rows.append(task_row(study, run, task, count, mine, seconds[key], prices, ledger, now))
+        errors += errors_of(study, run, task, count, rerun)
     for job in jobs:
         if job["state"] == "failed":
             wildcards = job["wildcards"]
@@ -105,39 +169,15 @@ def progress(study: Study, docs: Documents, jobs: list[dict], rerun: str):
             command = f"snakemake {shlex.quote(job['target'])} {rerun}"
             errors.append([*where, job["rule"], job["reason"], command])
     table = pd.DataFrame(rows, columns=COLUMNS)
-    total = {"model": "total", "task": "", **table[COLUMNS[2:]].sum().to_dict()}
-    table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
-    counts = [column for column in COLUMNS[2:] if column != "gpu_hours"]
-    table[counts] = table[counts].astype(int)
-    return table, pd.DataFrame(errors, columns=ERRORS)
-
-
-def page(table: pd.DataFrame, errors: pd.DataFrame, written: str) -> str:
-    """status.html: the status table, then the errors."""
-    total = table.iloc[-1]
-    lines = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta http-equiv="refresh" content="30">',
-        "<title>Study status</title>",
-        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}"
-        "td:nth-child(-n+2),#errors td,#errors th{text-align:left}tr:last-child{font-weight:bold}"
-        "#errors tr:last-child{font-weight:normal}code{font-size:90%}</style></head><body>",
-        "<h1>Study status</h1>",
-        f"<p>Written {html.escape(written)}; reloads every 30 s. Running now: "
-        f"{int(total['running'])} job(s). Spent so far: {total['gpu_hours']:.3f} GPU-hours, "
-        f"{int(total['calls'])} VLM calls.</p>",
-        table.to_html(index=False, table_id="status", border=0),
-        f"<h2>Errors ({len(errors)})</h2>",
-    ]
-    if len(errors):
-        shown = errors.assign(rerun=[f"<code>{html.escape(c)}</code>" for c in errors["rerun"]])
-        shown["reason"] = shown["reason"].map(html.escape)
-        lines.append(shown.to_html(index=False, table_id="errors", border=0, escape=False))
-    else:
-        lines.append("<p>None.</p>")
-    return "\n".join([*lines, "</body></html>\n"])
+    models = model_rows(study, table, tallies, jobs, prices)
+    sums = table[COLUMNS[2:]].sum(min_count=1).to_dict()
+    table = pd.concat([table, pd.DataFrame([{"model": "total", "task": "", **sums}])],
+                      ignore_index=True)  # fmt: skip
+    counted = [c for c in COLUMNS[2:] if c not in ("hours_left", "gpu_hours", "cost")]
+    table[counted] = table[counted].astype(int)
+    for column, digits in (("hours_left", 4), ("gpu_hours", 4), ("cost", 6)):
+        table[column] = pd.to_numeric(table[column]).round(digits)
+    return table, models, pd.DataFrame(errors, columns=ERRORS)
 
 
 def last_line(paths: list[str]) -> str:
@@ -163,6 +203,10 @@ class StatusWriter(logging.Handler):
         self.study, self.prices, self.rerun, self.say = study, prices, rerun, say
         self.every, self.say_every = every, say_every
         self.docs = Documents()
+        self.instances = task_instances(study)
+        self.counts: dict[tuple[str, str], Tally] = {}
+        self.dirty = set(self.instances)  # the (run, task)s to count again
+        self.ledger = study_ledger(study)
         self.jobs: dict[int, dict] = {}
         self.written = self.said = 0.0
         self.timer: threading.Timer | None = None
@@ -176,11 +220,13 @@ class StatusWriter(logging.Handler):
             self.active = True
             target = str(record.output[0]).split(" (")[0] if record.output else ""
             job = {"rule": record.rule_name, "wildcards": dict(record.wildcards or {})}
-            job.update(state="running", target=target, reason="")
+            job.update(state="running", target=target, reason="", started=time.monotonic())
             self.jobs = {**self.jobs, record.jobid: job}
         elif event == LogEvent.JOB_FINISHED and record.job_id in self.jobs:
+            self.ended(self.jobs[record.job_id])
             self.jobs = {i: job for i, job in self.jobs.items() if i != record.job_id}
         elif event == LogEvent.JOB_ERROR and record.jobid in self.jobs:
+            self.ended(self.jobs[record.jobid])
             failed = {"state": "failed", "reason": last_line(list(record.log or []))}
             self.jobs = {**self.jobs, record.jobid: {**self.jobs[record.jobid], **failed}}
         else:
@@ -189,6 +235,12 @@ class StatusWriter(logging.Handler):
             self.update()
         except Exception:  # a broken status page is reported, and never stops the run
             self.handleError(record)
+
+    def ended(self, job: dict) -> None:
+        """A job ended: its (run, task)'s documents are counted again at the next write."""
+        key = (job["wildcards"].get("model"), job["wildcards"].get("task"))
+        if key in self.instances:
+            self.dirty = self.dirty | {key}
 
     def update(self) -> None:
         """Write now, or when `every` seconds have passed since the last write."""
@@ -200,27 +252,48 @@ class StatusWriter(logging.Handler):
             self.timer.daemon = True
             self.timer.start()
 
+    def recount(self) -> None:
+        """Count the (run, task)s whose jobs ended since the last write (the ledger again
+        if one of them is a video API's)."""
+        dirty, self.dirty = self.dirty, set()
+        for key, task in dirty:
+            run = self.study.runs[key]
+            self.counts[key, task] = tally(self.study, run, self.instances[key, task], self.docs)
+        if any(self.study.runs[key].source == API for key, _ in dirty):
+            self.ledger = study_ledger(self.study)
+
     def write(self, final: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """Write the status files (and at the end, `final`, tables/costs.csv); returns the
-        status and errors tables."""
+        """Write the status files (and at the end, `final`, tables/costs.csv, every
+        document counted again); returns the status and errors tables."""
         with self.guard:
             self.timer = None
             self.written = time.monotonic()
-            table, errors = progress(self.study, self.docs, list(self.jobs.values()), self.rerun)
+            if final:
+                self.dirty = set(self.instances)
+            self.recount()
+            counts = {key: self.counts[key] for key in self.instances}
+            jobs = list(self.jobs.values())
+            table, models, errors = progress(self.study, counts, jobs, self.rerun, self.prices,
+                                             self.ledger)  # fmt: skip
             out = Path(self.study.outdir)
             write_text(out / "status.csv", table.to_csv(index=False))
             write_text(out / "status_errors.csv", errors.to_csv(index=False))
             stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-            write_text(out / "status.html", page(table, errors, stamp))
+            currency = self.prices.get("currency", "")
+            write_text(out / "status.html", page(table, models, errors, stamp, currency))
             if final:
-                write_costs(self.study, self.prices, self.docs)
-        total = table.iloc[-1]
+                tallies = {key: Tally() for key in self.study.runs}
+                for (key, _), count in counts.items():
+                    tallies[key] = tallies[key] + count
+                costs = cost_rows(self.study, self.prices, tallies, self.ledger)
+                write_text(out / "tables" / "costs.csv", costs.to_csv(index=False))
+        total_row = table.iloc[-1]
         if final or self.written - self.said >= self.say_every:
             self.said = self.written
             self.say(
-                f"Status ({out}/status.html): {int(total['generated'])} generated, "
-                f"{int(total['judged'])} judged, {int(total['labelled'])} labelled, "
-                f"{int(total['failed'])} failed, {int(total['running'])} running"
+                f"Status ({out}/status.html): {int(total_row['generated'])} generated, "
+                f"{int(total_row['judged'])} judged, {int(total_row['labelled'])} labelled, "
+                f"{int(total_row['failed'])} failed, {int(total_row['running'])} running"
             )
         return table, errors
 

@@ -4,7 +4,7 @@ Each submission is its own file, `<outdir>/ledger/<run>/<task>/<instance>/<time>
 (written atomically the moment the provider answers an operation id), so concurrent jobs
 never share a file and a rerun that resumes an operation adds nothing. Its cost is the
 price table's (`prices.video_seconds`, by provider model id, one price or prices by
-resolution or size) times the seconds of video asked for.
+resolution or size) times the seconds of video asked for (`study.prices`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.common.files import read_json, write_json
+from workflow_scripts.study.prices import cost_per_video, price_per_second
 from workflow_scripts.video_api.providers import resolution_of, seconds_of
 
 LEDGER = "ledger"
@@ -30,28 +31,13 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def price_per_second(model_id: str, resolution: str, prices: dict) -> float:
-    """The price table's price of one second of `model_id` at `resolution` (NaN: none)."""
-    price = (prices.get("video_seconds") or {}).get(model_id)
-    if isinstance(price, dict):
-        price = price.get(resolution)
-    return math.nan if price is None else float(price)
-
-
-def cost_per_video(provider: str, model_id: str, generation: dict, prices: dict) -> float:
-    """What one video of an API model (its registry `provider`, `model_id`, `generation`)
-    costs under `prices` (the config's): price per second x seconds asked for; NaN when it
-    is not priced."""
-    price = price_per_second(model_id, resolution_of(provider, generation), prices)
-    return price * seconds_of(provider, generation)
-
-
 def record(outdir: str | Path, spec, run: str, task: str, instance: str, operation: str,
            prices: dict) -> dict:  # fmt: skip
     """Write the ledger's record of one submission; returns it."""
     provider, generation = spec.provider, spec.generation
     resolution, seconds = resolution_of(provider, generation), seconds_of(provider, generation)
     price = price_per_second(spec.model_id, resolution, prices)
+    cost = cost_per_video(provider, spec.model_id, generation, prices)
     now = datetime.now(timezone.utc)
     entry = {
         "provider": provider,
@@ -64,7 +50,7 @@ def record(outdir: str | Path, spec, run: str, task: str, instance: str, operati
         "seconds": seconds,
         "resolution": resolution,
         "price_per_second": None if math.isnan(price) else price,
-        "cost": None if math.isnan(price) else round(price * seconds, 6),
+        "cost": None if math.isnan(cost) else round(cost, 6),
         "currency": prices.get("currency", "USD"),
     }
     name = now.strftime("%Y%m%dT%H%M%S%fZ") + ".json"

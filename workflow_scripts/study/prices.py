@@ -1,0 +1,80 @@
+"""Every price of a study, in one place, from the config's `prices` table.
+
+- a video of a video API model (`source: api`): seconds of video asked for x
+  `prices.video_seconds[<model id>]` (one price a second, or prices by resolution or size);
+  what the cost ledger records per submission, what the plan prices videos left at;
+- a GPU-hour of a model the workflow runs on a GPU: `prices.gpu_hour`;
+- tokens of a VLM model: `prices.tokens[<model>]` (`input`, `output`, per million);
+- a model whose videos were made elsewhere (`source: videos`) has nothing to make.
+
+None (NaN for a ledger's per-second price) where the table has no price.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from workflow_scripts.video_api.providers import resolution_of, seconds_of
+
+API = "api"
+
+
+def price_per_second(model_id: str, resolution: str, prices: Mapping) -> float:
+    """The price of one second of video of `model_id` at `resolution` (NaN: none)."""
+    price = (prices.get("video_seconds") or {}).get(model_id)
+    if isinstance(price, dict):
+        price = price.get(resolution)
+    return math.nan if price is None else float(price)
+
+
+def cost_per_video(provider: str, model_id: str, generation: dict, prices: Mapping) -> float:
+    """What one video of an API model (its registry `provider`, `model_id`, `generation`)
+    costs: price per second x seconds asked for; NaN when it is not priced."""
+    price = price_per_second(model_id, resolution_of(provider, generation), prices)
+    return price * seconds_of(provider, generation)
+
+
+def gpu_cost(hours: float, prices: Mapping) -> float | None:
+    """The price of `hours` GPU-hours (None: `gpu_hour` unset)."""
+    return None if prices.get("gpu_hour") is None else hours * prices["gpu_hour"]
+
+
+def token_cost(model: str, input_tokens: float, output_tokens: float, prices: Mapping):
+    """The price of tokens of VLM `model` (None: not priced)."""
+    price = (prices.get("tokens") or {}).get(model)
+    if price is None:
+        return None
+    return (input_tokens * price["input"] + output_tokens * price["output"]) / 1e6
+
+
+def video_price(run, gpu_hours_per_video: float, prices: Mapping) -> float | None:
+    """The price of one more video of `run` (a `documents.Run`; None: not priced)."""
+    if not run.generates:
+        return 0.0
+    if run.source == API:
+        entry = run.entry
+        cost = cost_per_video(entry["provider"], entry["model_id"], entry["generation"], prices)
+        return None if math.isnan(cost) else cost
+    return gpu_cost(gpu_hours_per_video, prices)
+
+
+def generation_spent(run, gpu_hours: float, prices: Mapping, ledger: pd.DataFrame):
+    """(submissions, cost) of the videos `run` made: a video API's from the cost `ledger`
+    (its records of this run key; cost None where a record is not priced), else no
+    submissions and the GPU-hours' price."""
+    if not run.generates:
+        return 0, 0.0
+    if run.source == API:
+        mine = ledger[ledger["model"] == run.key]
+        priced = mine["cost"].notna().all()
+        return len(mine), float(mine["cost"].sum()) if priced else None
+    return 0, gpu_cost(gpu_hours, prices)
+
+
+def total(costs) -> float | None:
+    """The sum of the priced costs among `costs` (None: none priced)."""
+    priced = [cost for cost in costs if cost is not None]
+    return sum(priced) if priced else None

@@ -1,0 +1,103 @@
+"""status.html: per model a progress bar each for videos made, judged and labelled, the
+time left and the spend beside the plan's estimate; then the status table and the errors."""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+STYLE = (
+    "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}"
+    "td:first-child,#status td:nth-child(2),#errors td,#errors th{text-align:left}"
+    "#status tr:last-child,#models tr:last-child{font-weight:bold}"
+    ".bar{position:relative;width:11em;height:1.3em;background:#e4e4e4;border-radius:3px}"
+    ".bar>div{height:100%;background:#5b9bd5;border-radius:3px}"
+    ".bar>span{position:absolute;inset:0;text-align:center;line-height:1.3em;font-size:90%}"
+    "#models td{white-space:nowrap}.of{color:#666;font-size:90%}code{font-size:90%}"
+)
+BARS = {"generated": "videos made", "judged": "judged", "labelled": "labelled"}
+SPENT = {"gpu_hours": ("GPU-hours", "{:.3f}"), "calls": ("VLM calls", "{:,.0f}"),
+         "tokens": ("tokens", "{:,.0f}")}  # fmt: skip
+
+
+def duration(hours: float) -> str:
+    """`hours` as a person reads it: 40 s, 12 min, 3 h 05 min, 2 d 4 h."""
+    seconds = round(hours * 3600)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 48 * 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+def time_left(hours: float, making: int) -> str:
+    """The time left, or `finishing` where the jobs running have outrun the plan's time."""
+    if hours:
+        return duration(hours)
+    return "finishing" if making else "—"
+
+
+def bar(done: int, of: int, column: str) -> str:
+    """A progress bar of `done` of `of` (its width: the share done)."""
+    width = 100 * done / of if of else 0
+    return (f'<div class="bar" data-column="{column}" data-share="{width / 100:.6f}">'
+            f'<div style="width:{width:.2f}%"></div><span>{done} / {of}</span></div>')  # fmt: skip
+
+
+def spent_of(value, planned, form: str) -> str:
+    """What was spent, beside the plan's estimate for the whole study."""
+    if value is None or pd.isna(value):
+        return "not priced"
+    estimate = "" if planned is None or pd.isna(planned) else form.format(planned)
+    return form.format(value) + (f' <span class="of">of {estimate}</span>' if estimate else "")
+
+
+def models_table(models: pd.DataFrame, currency: str) -> str:
+    """The models' progress bars, time left and spend beside the plan."""
+    cost = f"cost ({currency})" if currency else "cost"
+    head = ["model", *BARS.values(), "time left", *(name for name, _ in SPENT.values()), cost]
+    lines = ['<table id="models">', "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for row in models.to_dict("records"):
+        cells = [html.escape(row["model"])]
+        for column in BARS:
+            shown = column != "labelled" or row["labels"]
+            cells.append(bar(row[column], row["videos"], column) if shown else "—")
+        cells.append(time_left(row["hours_left"], row["making"]))
+        cells += [spent_of(row[key], row[f"plan_{key}"], form) for key, (_, form) in SPENT.items()]
+        cells.append(spent_of(row["cost"], row["plan_cost"], "{:,.2f}"))
+        lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    return "\n".join([*lines, "</table>"])
+
+
+def page(table: pd.DataFrame, models: pd.DataFrame, errors: pd.DataFrame, written: str,
+         currency: str) -> str:  # fmt: skip
+    """status.html: the models, the status table, then the errors."""
+    total = models.iloc[-1]
+    left = time_left(total["hours_left"], total["making"]).replace("—", "none")
+    left += " at the pace of now" if total["hours_left"] else ""
+    lines = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="refresh" content="30">',
+        "<title>Study status</title>",
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>Study status</h1>",
+        f"<p>Written {html.escape(written)}; reloads every 30 s. Running now: "
+        f"{int(table.iloc[-1]['running'])} job(s). Generation left: {left}. Beside each "
+        "spend so far, the plan's estimate for the whole study (spent + left).</p>",
+        models_table(models, currency),
+        "<h2>By task</h2>",
+        table.to_html(index=False, table_id="status", border=0, na_rep=""),
+        f"<h2>Errors ({len(errors)})</h2>",
+    ]
+    if len(errors):
+        shown = errors.assign(rerun=[f"<code>{html.escape(c)}</code>" for c in errors["rerun"]])
+        shown["reason"] = shown["reason"].map(html.escape)
+        lines.append(shown.to_html(index=False, table_id="errors", border=0, escape=False))
+    else:
+        lines.append("<p>None.</p>")
+    return "\n".join([*lines, "</body></html>\n"])
