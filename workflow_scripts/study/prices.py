@@ -17,17 +17,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from workflow_scripts.video_api.ledger import price_per_second
 from workflow_scripts.video_api.providers import resolution_of, seconds_of
 
 API = "api"
-
-
-def price_per_second(model_id: str, resolution: str, prices: Mapping) -> float:
-    """The price of one second of video of `model_id` at `resolution` (NaN: none)."""
-    price = (prices.get("video_seconds") or {}).get(model_id)
-    if isinstance(price, dict):
-        price = price.get(resolution)
-    return math.nan if price is None else float(price)
 
 
 def cost_per_video(provider: str, model_id: str, generation: dict, prices: Mapping) -> float:

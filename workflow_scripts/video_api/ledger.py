@@ -4,19 +4,19 @@ Each submission is its own file, `<outdir>/ledger/<run>/<task>/<instance>/<time>
 (written atomically the moment the provider answers an operation id), so concurrent jobs
 never share a file and a rerun that resumes an operation adds nothing. Its cost is the
 price table's (`prices.video_seconds`, by provider model id, one price or prices by
-resolution or size) times the seconds of video asked for (`study.prices`).
+resolution or size) times the seconds of video asked for.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
 from workflow_scripts.common.files import read_json, write_json
-from workflow_scripts.study.prices import cost_per_video, price_per_second
 from workflow_scripts.video_api.providers import resolution_of, seconds_of
 
 LEDGER = "ledger"
@@ -31,13 +31,21 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+def price_per_second(model_id: str, resolution: str, prices: Mapping) -> float:
+    """The price of one second of video of `model_id` at `resolution` (NaN: none)."""
+    price = (prices.get("video_seconds") or {}).get(model_id)
+    if isinstance(price, dict):
+        price = price.get(resolution)
+    return math.nan if price is None else float(price)
+
+
 def record(outdir: str | Path, spec, run: str, task: str, instance: str, operation: str,
            prices: dict) -> dict:  # fmt: skip
     """Write the ledger's record of one submission; returns it."""
     provider, generation = spec.provider, spec.generation
     resolution, seconds = resolution_of(provider, generation), seconds_of(provider, generation)
     price = price_per_second(spec.model_id, resolution, prices)
-    cost = cost_per_video(provider, spec.model_id, generation, prices)
+    cost = price * seconds
     now = datetime.now(timezone.utc)
     entry = {
         "provider": provider,
