@@ -25,7 +25,7 @@ def study_description():
         )
         runs[key] = {
             "model": model,
-            "source": spec.source,
+            "kind": spec.kind,
             "main": key == model,
             "instances": ROWS[condition]["task"].to_dict(),
             **clip,

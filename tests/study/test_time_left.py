@@ -19,7 +19,7 @@ INSTANCES = {f"sorting_lv1_00{n}": "sorting" for n in range(1, 5)}
 def status_of(tmp_path, started: list[float]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """status.csv's and the models' tables of a run whose first video took 60 s, with a
     generate job running on the next videos, each started `started` seconds ago."""
-    run = {"model": "m", "source": str(tmp_path / "weights"), "instances": INSTANCES,
+    run = {"model": "m", "kind": "pipeline", "instances": INSTANCES,
            "main": True, "frames": 9, "fps": 8.0, "runtime_min": 15}  # fmt: skip
     study = Study.from_dict({"outdir": str(tmp_path), "runs": {"m": run},
                              "judges": {"main": {"model": "x", "protocol": {}}}})  # fmt: skip

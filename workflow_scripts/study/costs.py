@@ -15,8 +15,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from vgi_models.registry import API
 from workflow_scripts.study.documents import GENERATE, Study
-from workflow_scripts.study.prices import API, generation_spent, token_cost
+from workflow_scripts.study.prices import generation_spent, token_cost
 from workflow_scripts.study.tally import Tally
 from workflow_scripts.video_api.ledger import COLUMNS as LEDGER_COLUMNS
 from workflow_scripts.video_api.ledger import read_ledger
@@ -33,7 +34,7 @@ def gpu_hours(run, count: Tally) -> float:
 
 def study_ledger(study: Study) -> pd.DataFrame:
     """The cost ledger of the study's video API submissions (none read without API runs)."""
-    if any(run.source == API for run in study.runs.values()):
+    if any(run.kind == API for run in study.runs.values()):
         return read_ledger(study.outdir)
     return pd.DataFrame(columns=LEDGER_COLUMNS)
 

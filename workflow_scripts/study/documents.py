@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vgi_models.registry import PIPELINE, VIDEOS
 from workflow_scripts.common.files import read_json
 from workflow_scripts.common.layout import (
     MAIN,
@@ -39,7 +40,7 @@ class Run:
 
     key: str
     model: str
-    source: str  # the registry's source (`videos`: made elsewhere)
+    kind: str  # vgi_models.registry: PIPELINE, API or VIDEOS (made elsewhere)
     instances: dict  # instance -> task
     main: bool  # the model's main run (condition default, registry seed)
     frames: int | None = None  # clip length and rate (None: read from a video)
@@ -53,12 +54,12 @@ class Run:
     @property
     def generates(self) -> bool:
         """The workflow makes its videos (on a GPU, or through a video API)."""
-        return self.source != "videos"
+        return self.kind != VIDEOS
 
     @property
     def denoises(self) -> bool:
         """A local pipeline: GPU time and denoising checkpoints."""
-        return self.source not in ("videos", "api")
+        return self.kind == PIPELINE
 
 
 @dataclass(frozen=True)

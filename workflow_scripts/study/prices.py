@@ -17,10 +17,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from vgi_models.registry import API
 from workflow_scripts.video_api.ledger import price_per_second
 from workflow_scripts.video_api.providers import resolution_of, seconds_of
-
-API = "api"
 
 
 def cost_per_video(provider: str, model_id: str, generation: dict, prices: Mapping) -> float:
@@ -47,7 +46,7 @@ def video_price(run, gpu_hours_per_video: float, prices: Mapping) -> float | Non
     """The price of one more video of `run` (a `documents.Run`; None: not priced)."""
     if not run.generates:
         return 0.0
-    if run.source == API:
+    if run.kind == API:
         entry = run.entry
         cost = cost_per_video(entry["provider"], entry["model_id"], entry["generation"], prices)
         return None if math.isnan(cost) else cost
@@ -60,7 +59,7 @@ def generation_spent(run, gpu_hours: float, prices: Mapping, ledger: pd.DataFram
     submissions and the GPU-hours' price."""
     if not run.generates:
         return 0, 0.0
-    if run.source == API:
+    if run.kind == API:
         mine = ledger[ledger["model"] == run.key]
         priced = mine["cost"].notna().all()
         return len(mine), float(mine["cost"].sum()) if priced else None

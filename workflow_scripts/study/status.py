@@ -32,12 +32,13 @@ from pathlib import Path
 import pandas as pd
 from snakemake_interface_logger_plugins.common import LogEvent
 
+from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
 from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
 from workflow_scripts.study.documents import CHECKPOINTS, LABELS, Documents, Study
 from workflow_scripts.study.plan import learn, plan_row, seconds_per_video
-from workflow_scripts.study.prices import API, total
+from workflow_scripts.study.prices import total
 from workflow_scripts.study.status_page import page
 from workflow_scripts.study.tally import Tally, tally
 
@@ -92,7 +93,7 @@ def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict], secon
     making = [j for j in running if j["rule"] in GENERATE_RULES]
     share = sum(max(0.0, 1 - (now - j["started"]) / seconds) for j in making)
     waiting = max(0, count.videos - count.made - len(making)) if run.generates else 0
-    mine = ledger[ledger["task"] == task] if run.source == API else ledger  # else none
+    mine = ledger[ledger["task"] == task] if run.kind == API else ledger  # else none
     costs = run_costs(study, run, count, prices, mine)
     return {
         "model": run.key,
@@ -259,7 +260,7 @@ class StatusWriter(logging.Handler):
         for key, task in dirty:
             run = self.study.runs[key]
             self.counts[key, task] = tally(self.study, run, self.instances[key, task], self.docs)
-        if any(self.study.runs[key].source == API for key, _ in dirty):
+        if any(self.study.runs[key].kind == API for key, _ in dirty):
             self.ledger = study_ledger(self.study)
 
     def write(self, final: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
