@@ -65,11 +65,6 @@ try:
     FRAME_PARAMS = frame_params(config["judge"])  # which frames the judge sends
 except ValueError as err:  # StudyError included
     raise WorkflowError(str(err)) from None
-# A run narrower than what its outdir holds says so first (its products will shrink).
-if workflow.is_main_process and (
-    note := narrower_run_note(OUT, STUDY.instances, STUDY.models, REGISTRY)
-):
-    logger.warning(note)
 if STUDY.without_checkpoints and workflow.is_main_process:
     logger.info(
         f"No transition labels or trajectory tables for {', '.join(STUDY.without_checkpoints)}: "
@@ -366,6 +361,14 @@ def check_api_keys():
     )
     if error:
         raise WorkflowError(error)
+
+
+def note_narrower_run():
+    """At the start of a run: a run narrower than what its outdir holds says so first (its
+    products will shrink). Read here, not at parse time: no command pays for it, and an
+    unreadable selected.csv cannot stop the run that rewrites it."""
+    if note := narrower_run_note(OUT, STUDY.instances, STUDY.models, REGISTRY):
+        logger.warning(note)
 
 
 def report_judge_errors(failed=False):

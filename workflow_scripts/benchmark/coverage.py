@@ -18,19 +18,40 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' * (n != 1)}"
 
 
+def _selected(path: Path) -> pd.DataFrame:
+    """The `instance` and `task` columns of a previous run's selected.csv (none if absent);
+    raises ValueError saying why it cannot be read (empty, malformed, other columns)."""
+    if not path.is_file():
+        return pd.DataFrame(columns=["instance", "task"])
+    try:
+        table = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError("it is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise ValueError(f"not a CSV: {err}") from None
+    if missing := {"instance", "task"} - set(table.columns):
+        raise ValueError(f"no column {', '.join(sorted(missing))}")
+    return table
+
+
 def narrower_run_note(
     outdir: str | Path, instances: pd.DataFrame, models: Collection[str], registry: Collection[str]
 ) -> str | None:
     """A note when this run (`instances`, indexed by id with a `task` column; `models`)
     selects fewer instances or models than `outdir` holds (its previous
     `instances/selected.csv`, its model folders, `registry` naming which are models), since
-    the run's tables, gallery, export and selected.csv then cover only its own; else None.
+    the run's tables, gallery, export and selected.csv then cover only its own; a note
+    naming selected.csv when it cannot be read; else None.
     """
     outdir = Path(outdir)
     selected = outdir / "instances" / "selected.csv"
-    table = (
-        pd.read_csv(selected) if selected.is_file() else pd.DataFrame(columns=["instance", "task"])
-    )
+    try:
+        table = _selected(selected)
+    except ValueError as err:
+        return (
+            f"{selected} cannot be read ({err}): delete it, and rule select_instances writes "
+            f"it again; until then no run is compared with what {outdir}/ already holds."
+        )
     held, held_tasks = set(table["instance"]), set(table["task"])
     held_models = {
         folder.name.split("@")[0] for folder in outdir.glob("*") if folder.is_dir()
