@@ -54,10 +54,11 @@ rule all:
         rules.export_official_all.input,
 
 
-# Before any job: the API key of every job about to call an API; then the status page
-# while the run goes (rules/study.smk).
+# Before any job: the API key of every job about to call an API; a note when the run is
+# narrower than its outdir; then the status page while the run goes (rules/study.smk).
 onstart:
     check_api_keys()
+    note_narrower_run()
     start_status()
 
 

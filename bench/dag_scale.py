@@ -1,4 +1,4 @@
-"""How long Snakemake takes to build the DAG of a paper-size study, and how much memory.
+"""How long Snakemake takes to build the DAG of a paper-size study, against its own floor.
 
 Builds, in a temporary directory, a synthetic benchmark in the official VGI-Bench layout
 (every task of tasks/task_names.yaml x 3 levels x 10 instances with 3-digit ids, tiny 16:9
@@ -10,21 +10,28 @@ it times the plain dry run
 
 as a child process (wall time, and CPU time and peak RSS from `os.wait4`; on a shared
 machine the CPU time is the steadier figure), median of `--repeats` runs,
-for three scenarios:
+for these scenarios:
 
 - `half`: the paper's study (half of the instances per task and level), nothing run yet;
+- `bare`: Snakemake's own floor: bench/dag_scale_bare.smk, a Snakefile without project
+  code with the job shape and count of `half` (the same rules with their outputs, params,
+  resources, input functions and wildcard constraints), copied into the temporary folder;
 - `full`: every instance, nothing run yet;
 - `half_done`: `half` after a finished run: every output listed by `--summary` exists
   (created empty, each rule's files a minute newer than those of the rules it reads),
   so the dry run has nothing to do but still checks every file.
 
-Job counts come from one extra `-n --quiet rules` run (its "Job stats" table). The design
-keeps 1 job per (model, instance) (`generate`) and 3 per (model, task) (`prepare_frames`,
-`judge`, `label_transitions`); the goal is a `half` dry run within 8 CPU seconds.
+`half`, `bare` and `full` run interleaved (one of each, `--repeats` times), so that the
+load of a shared machine weighs on them alike; the goal is `half` within 1.5x `bare`'s
+CPU time. Job counts come from one extra `-n --quiet rules` run (its "Job stats" table).
+The design keeps 1 job per (model, instance) (`generate`) and 3 per (model, task)
+(`prepare_frames`, `judge`, `label_transitions`).
 
-    python bench/dag_scale.py [--repeats N]
+    python bench/dag_scale.py [--repeats N] [--smoke]
 
-Prints a table, then (last line) one JSON object with the figures.
+`--smoke`: the smallest size (3 tasks x 3 levels x 2 instances, 2 models, 1 repeat), to
+check that the benchmark runs. Prints a table, then (last line) one JSON object with the
+figures.
 """
 
 from __future__ import annotations
@@ -33,13 +40,16 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from PIL import Image
 
@@ -47,8 +57,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from workflow_scripts.benchmark.instances import load_instances, select_subset  # noqa: E402
 
-N_MODELS, LEVELS, PER_LEVEL, GOAL_CPU_S = 7, (1, 2, 3), 10, 8.0
+LEVELS, GOAL_RATIO = (1, 2, 3), 1.5
 TAXONOMY, OVERLAP = REPO / "tasks/task_names.yaml", REPO / "tasks/overlap.yaml"
+BARE = Path(__file__).resolve().parent / "dag_scale_bare.smk"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 COLUMNS = {  # table header: figure
     "instances": "instances",
@@ -62,16 +73,30 @@ COLUMNS = {  # table header: figure
 }
 
 
-def build_benchmark(root: Path) -> None:
+@dataclass(frozen=True)
+class Size:
+    """The synthetic study: tasks (None: every task of the taxonomy), instances per level,
+    models, dry runs per scenario."""
+
+    tasks: int | None
+    per_level: int
+    models: int
+    repeats: int
+
+
+PAPER, SMOKE = Size(None, 10, 7, 3), Size(3, 2, 2, 1)
+
+
+def build_benchmark(root: Path, size: Size = PAPER) -> None:
     """Every task x level x instance in the official layout; one PNG, hard-linked."""
     png = root.parent / "frame.png"
     Image.new("RGB", (32, 18), "white").save(png)
     tasks = [task for domain in yaml.safe_load(TAXONOMY.read_text()).values() for task in domain]
-    for task in tasks:
+    for task in tasks[: size.tasks]:
         for level in LEVELS:
             folder = root / task / "input_image" / f"lv{level}"
             folder.mkdir(parents=True)
-            for i in range(1, PER_LEVEL + 1):
+            for i in range(1, size.per_level + 1):
                 os.link(png, folder / f"{task}_lv{level}_{i:03d}.png")
         (root / task / "prompt/video_gen_prompt").mkdir(parents=True)
         (root / task / f"prompt/video_gen_prompt/{task}.txt").write_text(f"Solve the {task}.")
@@ -81,18 +106,18 @@ def build_benchmark(root: Path) -> None:
         entries = [
             {"id": f"{task}_lv{level}_{i:03d}", "rubric": rubric}
             for level in LEVELS
-            for i in range(1, PER_LEVEL + 1)
+            for i in range(1, size.per_level + 1)
         ]  # one entry per instance, as the release has them
         (spec / f"_judge_rubric_{task}.json").write_text(json.dumps(entries))
         (spec / "_completeness_judge.txt").write_text("0: unsolved. 1: partly. 2: solved.")
 
 
-def write_config(tmp: Path, subset: str) -> Path:
-    """A registry of N_MODELS tiny models and a config for `subset`; returns the config."""
+def write_config(tmp: Path, subset: str, size: Size = PAPER) -> Path:
+    """A registry of `size.models` tiny models and a config for `subset`; returns the config."""
     tiny = yaml.safe_load((REPO / "config/models.yaml").read_text())["tiny_wan22"]
     registry = {
         f"tiny_wan22_s{seed}": {**tiny, "generation": {**tiny["generation"], "seed": seed}}
-        for seed in range(N_MODELS)
+        for seed in range(size.models)
     }
     (tmp / "models.yaml").write_text(yaml.safe_dump(registry))
     config = {
@@ -113,9 +138,47 @@ def write_config(tmp: Path, subset: str) -> Path:
     return path
 
 
-def snakemake(tmp: Path, config: Path, *args: str) -> tuple[float, float, float, str]:
-    """Run snakemake on `config` in `tmp`: (wall s, CPU s, peak RSS MB, stdout+stderr)."""
-    cmd = [*SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(tmp), "--configfile", str(config)]
+def selected(config: Path) -> pd.DataFrame:
+    """The instance table `config` selects."""
+    bench = yaml.safe_load(config.read_text())["benchmark"]
+    table = load_instances(bench["root"], bench["taxonomy"], bench["overlap"])
+    return select_subset(table, bench["subset"], 0)
+
+
+def write_bare(tmp: Path, rows: pd.DataFrame) -> Path:
+    """The bare Snakefile in `tmp/bare`, with its instance sheet (`rows`: their prompts and
+    images) and models (the registry's, with its settings); returns it."""
+    folder = tmp / "bare"
+    folder.mkdir()
+    sheet = {
+        instance: {
+            "task": row["task"],
+            "image": str(row["image"]),
+            "prompt": row["prompt"],
+            "goal": row["goal"],
+            "checklist": list(row["checklist"]),
+        }
+        for instance, row in rows.iterrows()
+    }
+    registry = yaml.safe_load((tmp / "models.yaml").read_text())
+    resources = {"threads": 1, "gpu": 1, "mem_mb": 16000, "runtime": 60}
+    models = {
+        name: {"settings": json.dumps(entry), **resources} for name, entry in registry.items()
+    }
+    (folder / "instances.json").write_text(json.dumps(sheet))
+    (folder / "models.json").write_text(json.dumps(models))
+    (folder / "env.yaml").write_text("dependencies: [python]\n")
+    (folder / "job.py").write_text("")
+    return Path(shutil.copy(BARE, folder / "Snakefile"))
+
+
+def snakemake(
+    tmp: Path, config: Path | None, *args: str, snakefile: Path = REPO / "Snakefile"
+) -> tuple[float, float, float, str]:
+    """Run snakemake on `snakefile` with `config` (None: none) in `tmp`: (wall s, CPU s,
+    peak RSS MB, stdout+stderr)."""
+    cmd = [*SNAKEMAKE, "-s", str(snakefile), "-d", str(tmp)]
+    cmd += ["--configfile", str(config)] if config else []
     cmd += ["--cores", "1", *args]
     with tempfile.TemporaryFile("w+") as log:
         start = time.perf_counter()
@@ -168,65 +231,99 @@ def create_all_outputs(tmp: Path, config: Path) -> int:
     return len(rows)
 
 
-def measure(tmp: Path, config: Path, repeats: int, scenario: str) -> dict:
-    """Median dry-run time, CPU time and peak memory, and the jobs the dry run would run."""
-    runs = [snakemake(tmp, config, "-n", "--quiet") for _ in range(repeats)]
-    output = snakemake(tmp, config, "-n", "--quiet", "rules")[-1]
-    if scenario == "half_done" and "Nothing to be done" not in output:
-        raise RuntimeError(f"outputs were created, yet the dry run has work:\n{output[-3000:]}")
+def dry_runs(tmp: Path, scenarios: dict[str, tuple], repeats: int) -> dict[str, list]:
+    """`repeats` plain dry runs of each scenario (its Snakefile and config), interleaved:
+    one of each in turn."""
+    runs: dict[str, list] = {name: [] for name in scenarios}
+    for _ in range(repeats):
+        for name, (snakefile, config) in scenarios.items():
+            runs[name].append(snakemake(tmp, config, "-n", "--quiet", snakefile=snakefile))
+    return runs
+
+
+def figures(tmp: Path, scenario: tuple, runs: list, rows: pd.DataFrame, size: Size) -> dict:
+    """The median dry-run time, CPU time, peak memory of `runs` of `scenario` (its
+    Snakefile and config; a study of instances `rows`), and the jobs its dry run would
+    run, by rule."""
+    snakefile, config = scenario
+    output = snakemake(tmp, config, "-n", "--quiet", "rules", snakefile=snakefile)[-1]
     stats = job_stats(output)
-    bench = yaml.safe_load(config.read_text())["benchmark"]
-    table = load_instances(bench["root"], bench["taxonomy"], bench["overlap"])
-    instances = len(select_subset(table, bench["subset"], 0))
-    pairs, tasks = N_MODELS * instances, N_MODELS * len(set(table["task"]))
-    per_pair = sum(n for n in stats.values() if n >= pairs) / pairs
-    per_task = sum(n for n in stats.values() if n == tasks) / tasks
+    pairs, model_tasks = size.models * len(rows), size.models * rows["task"].nunique()
     return {
-        "instances": instances,
-        "models": N_MODELS,
+        "instances": len(rows),
+        "models": size.models,
         "jobs": sum(stats.values()),
         "jobs_by_rule": stats,
-        "jobs_per_model_instance": round(per_pair, 2),
-        "jobs_per_model_task": round(per_task, 2),
-        "dry_run_s": round(statistics.median(run[0] for run in runs), 2),
-        "dry_run_runs_s": [round(run[0], 2) for run in runs],
-        "cpu_s": round(statistics.median(run[1] for run in runs), 2),
-        "peak_mb": round(max(run[2] for run in runs), 1),
+        "jobs_per_model_instance": round(sum(n for n in stats.values() if n >= pairs) / pairs, 2),
+        "jobs_per_model_task": round(
+            sum(n for n in stats.values() if n == model_tasks) / model_tasks, 2
+        ),
+        "dry_run_s": round(statistics.median(r[0] for r in runs), 2),
+        "dry_run_runs_s": [round(r[0], 2) for r in runs],
+        "cpu_s": round(statistics.median(r[1] for r in runs), 2),
+        "cpu_runs_s": [round(r[1], 2) for r in runs],
+        "peak_mb": round(max(r[2] for r in runs), 1),
+        "nothing_to_do": "Nothing to be done" in output,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=3, help="dry runs per scenario")
-    repeats = parser.parse_args().repeats
-    figures: dict = {}
+    parser.add_argument("--repeats", type=int, help="dry runs per scenario (default 3)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest size, 1 repeat")
+    args = parser.parse_args()
+    size = SMOKE if args.smoke else PAPER
+    repeats = args.repeats or size.repeats
+    results: dict = {}
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="dag_scale_") as name:
         tmp = Path(name)
-        build_benchmark(tmp / "bench_data")
-        configs = {subset: write_config(tmp, subset) for subset in ("half", "full")}
-        for subset, config in configs.items():
-            figures[subset] = measure(tmp, config, repeats, subset)
+        build_benchmark(tmp / "bench_data", size)
+        configs = {subset: write_config(tmp, subset, size) for subset in ("half", "full")}
+        tables = {subset: selected(config) for subset, config in configs.items()}
+        project = {subset: (REPO / "Snakefile", config) for subset, config in configs.items()}
+        scenarios = {
+            "half": project["half"],
+            "bare": (write_bare(tmp, tables["half"]), None),
+            "full": project["full"],
+        }
+        runs = dry_runs(tmp, scenarios, repeats)
+        for name, scenario in scenarios.items():
+            rows = tables["full" if name == "full" else "half"]
+            results[name] = figures(tmp, scenario, runs[name], rows, size)
         start = time.perf_counter()
         n_files = create_all_outputs(tmp, configs["half"])
         setup_s = round(time.perf_counter() - start)
-        figures["half_done"] = measure(tmp, configs["half"], repeats, "half_done")
-        figures["half_done"].update(outputs=n_files, setup_s=setup_s)
+        done = dry_runs(tmp, {"half_done": project["half"]}, repeats)["half_done"]
+        results["half_done"] = figures(tmp, project["half"], done, tables["half"], size)
+        results["half_done"].update(outputs=n_files, setup_s=setup_s)
+    if not results["half_done"]["nothing_to_do"]:
+        raise RuntimeError("every output was created, yet the half_done dry run has work")
 
     load_after = os.getloadavg()[0]
+    half, bare = results["half"], results["bare"]
+    ratio = round(half["cpu_s"] / bare["cpu_s"], 2)
     print(f"{'scenario':<10}" + "".join(f"{h:>11}" for h in COLUMNS))
-    for scenario, f in figures.items():
+    for scenario, f in results.items():
         print(f"{scenario:<10}" + "".join(f"{f[k]:>11}" for k in COLUMNS.values()))
-    print(f"median of {repeats} dry runs; jobs: left to run; goal: half <= {GOAL_CPU_S:g} CPU s")
+    print(f"median of {repeats} dry runs (half, bare, full interleaved); jobs: left to run")
+    print(
+        f"jobs: half {half['jobs']}, bare {bare['jobs']}"
+        + " (differ!)" * (half["jobs_by_rule"] != bare["jobs_by_rule"])
+    )
+    print(f"CPU s: half {half['cpu_s']}, bare {bare['cpu_s']}: {ratio}x (goal <= {GOAL_RATIO})")
     print(f"load average before/after: {load:.2f}/{load_after:.2f} on {os.cpu_count()} CPUs")
-    figures.update(
-        goal_half_cpu_s=GOAL_CPU_S,
-        half_within_goal=figures["half"]["cpu_s"] <= GOAL_CPU_S,
+    results.update(
+        half_bare_cpu_ratio=ratio,
+        goal_ratio=GOAL_RATIO,
+        within_goal=ratio <= GOAL_RATIO,
+        same_jobs=half["jobs_by_rule"] == bare["jobs_by_rule"],
+        size="smoke" if args.smoke else "paper",
         cpus=os.cpu_count(),
         load_avg_before=round(load, 2),
         load_avg_after=round(load_after, 2),
     )
-    print(json.dumps(figures))
+    print(json.dumps(results))
 
 
 if __name__ == "__main__":

@@ -54,7 +54,9 @@ def headlines(name: str, summary: dict) -> list[tuple[str, object, str]]:
     if name == "dag_scale":
         half, full, done = summary["half"], summary["full"], summary["half_done"]
         return [
-            ("dry run s, half (the study)", half["dry_run_s"], f"<= {summary['goal_half_s']}"),
+            ("dry run CPU s, half (the study)", half["cpu_s"], ""),
+            ("dry run CPU s, bare Snakefile, same jobs", summary["bare"]["cpu_s"], ""),
+            ("half / bare CPU", summary["half_bare_cpu_ratio"], f"<= {summary['goal_ratio']}"),
             ("dry run s, full", full["dry_run_s"], ""),
             ("dry run s, half, all outputs exist", done["dry_run_s"], ""),
             ("jobs per (model, instance)", half["jobs_per_model_instance"], "few"),

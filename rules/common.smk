@@ -67,11 +67,6 @@ try:
     FRAME_PARAMS = frame_params(config["judge"])  # which frames the judge sends
 except ValueError as err:  # StudyError included
     raise WorkflowError(str(err)) from None
-# A run narrower than what its outdir holds says so first (its products will shrink).
-if workflow.is_main_process and (
-    note := narrower_run_note(OUT, STUDY.instances, STUDY.models, REGISTRY)
-):
-    logger.warning(note)
 if STUDY.without_checkpoints and workflow.is_main_process:
     logger.info(
         f"No transition labels or trajectory tables for {', '.join(STUDY.without_checkpoints)}: "
@@ -206,22 +201,26 @@ def label_frames(wildcards):
     return json.dumps({"steps": steps, "frames": TRANSITIONS.frames_per_checkpoint})
 
 
-def task_rows(wildcards):
-    """The instance table's rows of the job's task under its run's condition."""
-    return ROWS[condition_of(wildcards)].loc[selected_task(wildcards)]
+@functools.cache
+def task_inputs(condition, task):
+    """The input and ground-truth images of `task`'s instances under `condition`, and what
+    the VLM jobs read of each instance by id: built once per (condition, task), not per job."""
+    rows = ROWS[condition].loc[TASKS[condition][task]]
+    images = [path for path in [*rows["image"], *rows["gt_image"]] if path]
+    return images, {instance: instance_params(row) for instance, row in rows.iterrows()}
 
 
 def task_images(wildcards):
     """Input function: the input and ground-truth images of the job's task."""
-    rows = task_rows(wildcards)
-    return [path for path in [*rows["image"], *rows["gt_image"]] if path]
+    selected_task(wildcards)  # a task outside the selection: the error naming it
+    return task_inputs(condition_of(wildcards), wildcards.task)[0]
 
 
 def task_instances(wildcards):
     """Params function: what the VLM jobs read of the task's instances, by id (texts and
     image paths): an edited rubric reruns its task's jobs."""
-    rows = task_rows(wildcards)
-    return {instance: instance_params(row) for instance, row in rows.iterrows()}
+    selected_task(wildcards)
+    return task_inputs(condition_of(wildcards), wildcards.task)[1]
 
 
 def runs_of(models, main_only=False):
@@ -378,6 +377,14 @@ def check_api_keys():
     )
     if error:
         raise WorkflowError(error)
+
+
+def note_narrower_run():
+    """At the start of a run: a run narrower than what its outdir holds says so first (its
+    products will shrink). Read here, not at parse time: no command pays for it, and an
+    unreadable selected.csv cannot stop the run that rewrites it."""
+    if note := narrower_run_note(OUT, STUDY.instances, STUDY.models, REGISTRY):
+        logger.warning(note)
 
 
 def report_judge_errors(failed=False):

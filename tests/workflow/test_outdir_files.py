@@ -1,7 +1,8 @@
 """Files of the outdir broken behind the workflow's back, through real Snakemake runs of a
 one-video API study judged by the FakeVLM: an empty score.json, a truncated operation
 state, a selected.csv of other columns. Each is named with its path and the fix, never
-with a traceback; a broken selected.csv never locks the user out; after the fixes the
+with a traceback; a broken selected.csv never locks the user out (a dry run reads no
+outdir file); after the fixes the
 rerun completes, paying nothing again. (Every file, empty and malformed, in-process:
 tests/common.)"""
 
@@ -58,13 +59,17 @@ def test_broken_outdir_files_are_named_with_their_fix_and_the_fixed_rerun_comple
         ledger = results / "ledger" / "veo31" / TASK / INSTANCE
         said(broken, f"{state} is not complete JSON (truncated?", str(ledger), "If it was, write")
 
-        # A selected.csv of other columns: a dry run names it and its fix, and goes on.
+        # A selected.csv of other columns: a dry run reads no outdir file and goes on; a
+        # run names it and its fix (at its start, and in the job that reads it).
         selected = results / "instances" / "selected.csv"
         selected.write_text("a,b\n1,2\n")
-        dry = snakemake(tmp_path, config, "-n", "tables")
+        dry = snakemake(tmp_path, config, "-n", "tables", "--forcerun", "tables")
         assert dry.returncode == 0, dry.stdout[-3000:]
+        said(dry, "tables")
+        broken = snakemake(tmp_path, config, "tables", "--forcerun", "tables")
+        assert broken.returncode != 0
         said(
-            dry,
+            broken,
             f"{selected} has the columns a, b, without instance, task",
             "--forcerun select_instances",
         )

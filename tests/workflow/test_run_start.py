@@ -6,9 +6,11 @@ from __future__ import annotations
 import resource
 import time
 
+import pandas as pd
 import pytest
 
 from tests.support.workflow import default_config, snakemake
+from workflow_scripts.benchmark.coverage import narrower_run_note
 
 VARIANT = {"backend": "openai", "model": "qwen", "base_url": "http://127.0.0.1:9/v1"}
 
@@ -67,10 +69,11 @@ def test_a_run_narrower_than_its_outdir_says_so_first(tmp_path):
     (tmp_path / "results" / "tiny_wan21").mkdir()  # a model the outdir holds
     results = tmp_path / "results"
 
+    # onstart (a run, not a dry run, which reads nothing of the outdir): before any job
     subset = {**config, "benchmark": {**config["benchmark"], "tasks": ["maze_square"]}}
-    lines = snakemake(tmp_path, subset, "-n").stdout.splitlines()
+    lines = snakemake(tmp_path, subset, "select_instances").stdout.splitlines()
     first = lines.index(f"This run covers less than {results}/ already holds:")
-    assert first < next(i for i, line in enumerate(lines) if "Building DAG" in line)
+    assert first < lines.index("Select jobs to execute...")
     note = "\n".join(lines[first : first + 5])
     assert "holds 12 instances of 4 tasks (block_assembly, clock_running, maze_square" in note
     assert "and 1 model (tiny_wan21);" in note
@@ -78,8 +81,28 @@ def test_a_run_narrower_than_its_outdir_says_so_first(tmp_path):
     assert "leaving out 9 instances and 1 model tiny_wan21" in note
     assert f"--config outdir={results}_subset" in note
 
-    # The same selection and models, or a subset in its own outdir: nothing to say.
+    # A wider selection than the outdir's (3 instances now), or a subset in its own outdir:
+    # the run starts (select_instances reruns) with nothing to say.
     (tmp_path / "results" / "tiny_wan21").rmdir()
-    assert "covers less" not in snakemake(tmp_path, config, "-n").stdout
     own = {**subset, "outdir": f"{results}_subset"}
-    assert "covers less" not in snakemake(tmp_path, own, "-n").stdout
+    for run in (config, own):
+        output = snakemake(tmp_path, run, "select_instances").stdout
+        assert "Select jobs to execute" in output and "covers less" not in output
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "it is empty"),
+        ('instance,task\n"a,b\n', "not a CSV"),
+        ("id,level\nx,1\n", "no column instance, task"),
+    ],
+)
+def test_an_unreadable_selection_is_named_with_its_fix(tmp_path, text, reason):
+    selected = tmp_path / "instances" / "selected.csv"
+    selected.parent.mkdir()
+    selected.write_text(text)
+    instances = pd.DataFrame({"task": ["maze_square"]}, index=["maze_square_lv1_001"])
+    note = narrower_run_note(tmp_path, instances, ["tiny_wan22"], ["tiny_wan22"])
+    assert note.startswith(f"{selected} cannot be read ({reason}")
+    assert "delete it, and rule select_instances writes it again" in note
