@@ -93,9 +93,9 @@ def test_a_run_narrower_than_its_outdir_says_so_first(tmp_path):
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("", "it is empty"),
-        ('instance,task\n"a,b\n', "not a CSV"),
-        ("id,level\nx,1\n", "no column instance, task"),
+        ("", "is empty"),
+        ('instance,task\n"a,b\n', "is not a readable table"),
+        ("id,level\nx,1\n", "has the columns id, level, without instance, task"),
     ],
 )
 def test_an_unreadable_selection_is_named_with_its_fix(tmp_path, text, reason):
@@ -104,5 +104,5 @@ def test_an_unreadable_selection_is_named_with_its_fix(tmp_path, text, reason):
     selected.write_text(text)
     instances = pd.DataFrame({"task": ["maze_square"]}, index=["maze_square_lv1_001"])
     note = narrower_run_note(tmp_path, instances, ["tiny_wan22"], ["tiny_wan22"])
-    assert note.startswith(f"{selected} cannot be read ({reason}")
-    assert "delete it, and rule select_instances writes it again" in note
+    assert note.startswith(f"{selected} {reason}")
+    assert "delete it, or add --forcerun select_instances" in note
