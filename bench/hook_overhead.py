@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -27,10 +28,11 @@ import torch
 import yaml
 from PIL import Image
 
-from vgi_models.hooks import CheckpointRecorder
-from vgi_models.registry import load_registry
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy
+from vgi_models.hooks import CheckpointRecorder  # noqa: E402
+from vgi_models.registry import load_registry  # noqa: E402
+
 IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_001.png"
 STEPS = (1, 2, 3, 4, 10, 20, 40)
 MODELS = ("tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,11 +27,12 @@ from pathlib import Path
 import torch
 import yaml
 
-from vgi_models.generate import generate
-from vgi_models.registry import load_registry
-from vgi_models.resume import Trajectory
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy
+from vgi_models.generate import generate  # noqa: E402
+from vgi_models.registry import load_registry  # noqa: E402
+from vgi_models.resume import Trajectory  # noqa: E402
+
 IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_001.png"
 TINY = ["tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23_two_stage", "tiny_vbvr_wan22"]
 STEPS = [1, 2, 3, 4, 10, 20, 40]
