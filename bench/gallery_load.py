@@ -10,7 +10,7 @@ not judged). Then writes the gallery with `write_gallery` (the rule's code) and 
 each: nothing cached), reading the page's navigation timing, the images fetched by the
 load event (thumbnails load lazily), and how long one filter change takes.
 
-    python bench/gallery_load.py [--instances 405] [--models 5] [--repeats 3] [--out DIR]
+    python bench/gallery_load.py [--instances 405] [--models 5] [--repeats 3] [--out DIR] [--smoke]
 
 Prints a table, then (last line) one JSON object with the figures.
 """
@@ -147,7 +147,11 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, help="keep the study here (default: a temp dir)")
+    parser.add_argument("--smoke", action="store_true", help="CI: 15 instances, 2 models, 1 load")
     args = parser.parse_args()
+    if args.smoke:  # the sizes shrink; flags given explicitly still win
+        parser.set_defaults(instances=15, models=2, repeats=1)
+        args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gallery_load-") as temporary:
         out = args.out or Path(temporary)
         start = cpu()

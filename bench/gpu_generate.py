@@ -15,8 +15,9 @@ block Linears' FLOPs in the warm-up call: `linear_check` (counted / formula) mus
 
     timeout 570 python bench/gpu_generate.py --steps 2 --json-out "$OUT/gpu_generate.json"
 
-`--scale tiny` runs the same code on the CPU with the project's tiny builds (a logic check). The
-last output line is the JSON summary; `--json-out` rewrites it after each model.
+`--scale tiny` runs the same code on the CPU with the project's tiny builds (a logic check;
+`--smoke` is `--scale tiny --steps 1`, CI's run: no figure of the real models). The last output
+line is the JSON summary; `--json-out` rewrites it after each model.
 """
 
 from __future__ import annotations
@@ -476,7 +477,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--steps", type=int, default=3, help="timed denoising steps per model")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--json-out", type=Path, help="rewritten after every model")
+    smoke = "CI: --scale tiny --steps 1 (the tiny builds on the CPU: checks the code, not a GPU)"
+    parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args(argv)
+    if args.smoke:  # the sizes shrink; flags given explicitly still win
+        parser.set_defaults(scale="tiny", steps=1)
+        args = parser.parse_args(argv)
     tiny = args.scale == "tiny"
     if not tiny and not torch.cuda.is_available():
         sys.exit("--scale full needs a CUDA GPU; --scale tiny checks the script on the CPU")

@@ -9,7 +9,10 @@ load affects all three alike:
 
 and prints the median seconds and the ratios to plain (goal for capture: <= 1.02).
 
-    python bench/hook_overhead.py [--repeats 7] [--threads 1]
+    python bench/hook_overhead.py [--repeats 7] [--threads 1] [--models KEY ...] [--smoke]
+
+`--smoke` (CI) times one family once (`--models tiny_hunyuan15 --repeats 1`), after the same
+warm-up.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -24,10 +28,11 @@ import torch
 import yaml
 from PIL import Image
 
-from vgi_models.hooks import CheckpointRecorder
-from vgi_models.registry import load_registry
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy
+from vgi_models.hooks import CheckpointRecorder  # noqa: E402
+from vgi_models.registry import load_registry  # noqa: E402
+
 IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_001.png"
 STEPS = (1, 2, 3, 4, 10, 20, 40)
 MODELS = ("tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23")
@@ -79,13 +84,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    smoke = "CI: --models tiny_hunyuan15 --repeats 1"
+    parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args()
+    if args.smoke:  # the sizes shrink; flags given explicitly still win
+        parser.set_defaults(models=["tiny_hunyuan15"], repeats=1)
+        args = parser.parse_args()
     torch.set_num_threads(args.threads)
     specs = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
     results = {}
     header = ("plain s", "capture s", "+decode s", "capture", "+decode")
     print(f"{'model':16}" + "".join(f"{h:>11}" for h in header))
-    for key in MODELS:
+    for key in args.models:
         t = measure(specs[key], args.repeats)
         results[key] = {
             "plain_s": round(t["plain"], 4),

@@ -9,7 +9,7 @@ temporary folder, then times over all of them
 - `threads`: the same through `ImageCheck.warm` (a thread pool), no cache yet;
 - `cached`: `workflow_scripts.benchmark.image_check.ImageCheck` with a warm cache file.
 
-    python bench/image_check.py [--count N]
+    python bench/image_check.py [--count N] [--smoke]
 
 Prints a table, then (last line) one JSON object with the figures.
 """
@@ -76,7 +76,12 @@ def full(path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=810)
-    count = parser.parse_args().count
+    parser.add_argument("--smoke", action="store_true", help="CI: --count 6 (still 1280x720)")
+    args = parser.parse_args()
+    if args.smoke:  # the sizes shrink; flags given explicitly still win
+        parser.set_defaults(count=6)
+        args = parser.parse_args()
+    count = args.count
     with tempfile.TemporaryDirectory(prefix="image_check_") as name:
         folder = Path(name)
         paths = []

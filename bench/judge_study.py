@@ -2,17 +2,17 @@
 FakeVLM with real-looking reply times and a rate limit the double enforces (429 beyond R
 requests in any 60 s, with a retry hint, as the real APIs do).
 
-The benchmark is made here in the release's shape: `--tasks` tasks of the taxonomy, 10
-instances per level at 1280x720, of which the paper's half subset takes 15 per task, so a
-(model, task) job judges 15 videos as on the real release. Videos are pre-made, not
-generated: for each (model, instance) a unique 5 s clip (81 frames at 16 fps, 1280x720)
-and its denoising checkpoints are written where `generate` puts them, and `snakemake
---touch generate_all` marks them up to date. The frames the VLM jobs send are then made by
-rule `prepare_frames`, as the cluster's CPU nodes make them under the SLURM profile (its
-CPU seconds per video are reported apart), so the measured run holds only the VLM jobs, on
-the submit host. The judge nominates two frames in round 1, so a video costs 7 judge calls
-(completeness, 3 round-1 windows, 2 round-2 windows, the verdict) and one transition call
-per checkpoint pair.
+The benchmark is made here in the release's shape: enough tasks of the taxonomy for
+`--videos`, `--per-level` (10) instances per level at 1280x720, of which the paper's half
+subset takes 15 per task, so a (model, task) job judges 15 videos as on the real release.
+Videos are pre-made, not generated: for each (model, instance) a unique 5 s clip (81 frames
+at 16 fps, 1280x720) and its denoising checkpoints are written where `generate` puts them,
+and `snakemake --touch generate_all` marks them up to date. The frames the VLM jobs send are
+then made by rule `prepare_frames`, as the cluster's CPU nodes make them under the SLURM
+profile (its CPU seconds per video are reported apart), so the measured run holds only the
+VLM jobs, on the submit host. The judge nominates two frames in round 1, so a video costs 7
+judge calls (completeness, 3 round-1 windows, 2 round-2 windows, the verdict) and one
+transition call per checkpoint pair.
 
 `--delay` is the reply time: seconds, or `lognormal:MEDIAN:SIGMA` (seeded draws; the
 ideal uses their mean, MEDIAN x exp(SIGMA^2 / 2)).
@@ -27,6 +27,10 @@ VLM jobs on the submit host (and of `prepare_frames`, off it); and the per-job o
 dry run of the same).
 
     python bench/judge_study.py [--videos 120] [--delay lognormal:6:0.5] [--rpm 600]
+                                [--per-level 10] [--smoke]
+
+`--smoke` (CI): one task of 2 instances per level (the half subset: 3 videos), 0.05 s replies
+and 6000 requests a minute, so that the run is not waiting on the pace.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from workflow_scripts.benchmark.study import load_study  # noqa: E402
 
 KEY_ENV = "BENCH_VLM_KEY"
 BUCKET_S = 10
-PER_TASK = 15  # the paper's half subset: 5 of 10 instances per level, 3 levels
+PER_LEVEL = 10  # the release's instances per level; the half subset takes 5 of them
 
 
 def profile_judge_api() -> int:
@@ -79,8 +83,13 @@ def reply_times(spec: str) -> tuple[float | Callable[[], float], float]:
     return (lambda: draws.lognormvariate(math.log(median), sigma)), median * math.exp(sigma**2 / 2)
 
 
-def make_benchmark(root: Path, tasks: int) -> list[str]:
-    """`tasks` tasks of the taxonomy in the release's layout: 10 instances per level, a
+def per_task(per_level: int) -> int:
+    """Videos per task of the half subset: ceil(per_level / 2) of each of 3 levels."""
+    return 3 * math.ceil(per_level / 2)
+
+
+def make_benchmark(root: Path, tasks: int, per_level: int) -> list[str]:
+    """`tasks` tasks of the taxonomy in the release's layout: `per_level` instances per level, a
     1280x720 input image each, a task-wide rubric of three items; returns their names."""
     taxonomy = yaml.safe_load((REPO / "tasks" / "task_names.yaml").read_text(encoding="utf-8"))
     names = [task for domain in taxonomy.values() for task in domain][:tasks]
@@ -88,7 +97,7 @@ def make_benchmark(root: Path, tasks: int) -> list[str]:
     for task in names:
         folder = root / task
         for level in (1, 2, 3):
-            for n in range(1, 11):
+            for n in range(1, per_level + 1):
                 path = folder / "input_image" / f"lv{level}" / f"{task}_lv{level}_{n:03d}.png"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 pixels = np.repeat(rng.integers(0, 256, (90, 160, 3), np.uint8), 8, 0)
@@ -105,11 +114,11 @@ def make_benchmark(root: Path, tasks: int) -> list[str]:
     return names
 
 
-def study_config(work: Path, videos: int, url: str, rpm: int | None) -> dict:
-    """The run's config: one model (a copy of tiny_wan22), enough tasks for `videos` at 15
-    instances (the half subset) a task."""
+def study_config(work: Path, videos: int, per_level: int, url: str, rpm: int | None) -> dict:
+    """The run's config: one model (a copy of tiny_wan22), enough tasks for `videos` of the
+    half subset, `per_level` instances per level."""
     root = work / "bench_data"
-    tasks = make_benchmark(root, math.ceil(videos / PER_TASK))
+    tasks = make_benchmark(root, math.ceil(videos / per_task(per_level)), per_level)
     config = default_config(work, root=str(root), tasks=tasks, levels=[1, 2, 3], subset="half")
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
     path = work / "models.yaml"
@@ -206,12 +215,18 @@ def job_overhead(work: Path, outdir: Path, rule: str, folder: str, jobs: int) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=120, help=f"rounded up to {PER_TASK}s")
+    parser.add_argument("--videos", type=int, default=120, help="rounded up to whole tasks")
+    parser.add_argument("--per-level", type=int, default=PER_LEVEL, help="instances per level")
     parser.add_argument("--delay", default="2", help="seconds per reply, or lognormal:M:S")
     parser.add_argument("--rpm", type=int, default=600, help="the server's requests a minute")
     parser.add_argument("--judge-api", type=int, default=profile_judge_api())
     parser.add_argument("--no-pace", action="store_true", help="leave requests_per_minute out")
+    smoke = "CI: --videos 3 --per-level 2 --delay 0.05 --rpm 6000"
+    parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args()
+    if args.smoke:  # the sizes shrink; flags given explicitly still win
+        parser.set_defaults(videos=3, per_level=2, delay="0.05", rpm=6000)
+        args = parser.parse_args()
     schema = (REPO / "config" / "schemas" / "config.schema.yaml").read_text(encoding="utf-8")
     pace = not args.no_pace and "requests_per_minute" in schema
     judge = Judge(tier=2, violations=[0], nominate=[20, 60])
@@ -220,7 +235,8 @@ def main() -> None:
     os.environ[KEY_ENV] = "bench-key"
     with tempfile.TemporaryDirectory() as tmp, fake:
         work = Path(tmp)
-        config = study_config(work, args.videos, fake.url, args.rpm if pace else None)
+        rpm = args.rpm if pace else None
+        config = study_config(work, args.videos, args.per_level, fake.url, rpm)
         (work / "config.yaml").write_text(yaml.safe_dump(config), "utf-8")
         videos = premade_videos(config)
         snakemake(work, "--cores", "1", "--touch", "generate_all")

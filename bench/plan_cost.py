@@ -19,7 +19,10 @@ judged and labelled (fake documents, 810 instances): the first write (every docu
 read), a write after a job ended (its (model, task) counted again), and a write counting
 every (model, task) again (every document looked at; none changed, so none parsed).
 
-    python bench/plan_cost.py [--repeats N]
+    python bench/plan_cost.py [--repeats N] [--tasks N] [--smoke]
+
+`--tasks N` keeps the first N tasks of the taxonomy (`benchmark.tasks`); `--smoke` (CI) is
+`--tasks 1 --repeats 1`: the five models over one task's 15 instances.
 
 Prints the plan, a table of the timings, then (last line) one JSON object.
 """
@@ -49,11 +52,13 @@ MODELS = ["wan22_i2v_a14b", "wan21_i2v_14b", "hunyuan15_i2v", "ltx23_i2v", "vbvr
 RUNS = {"dry run": ["-n", "--quiet"], "plan": ["plan"], "plan -n": ["plan", "-n", "--quiet"]}
 
 
-def write_config(tmp: Path) -> Path:
-    """The five study models over empty weight folders, and the half study's config."""
+def write_config(tmp: Path, tasks: int | None) -> Path:
+    """The five study models over empty weight folders, and the half study's config (of the
+    first `tasks` tasks of the taxonomy; None: all)."""
     registry = yaml.safe_load((REPO / "config/models.yaml").read_text(encoding="utf-8"))
     weights = tmp / "weights"
     study = {}
+    names = [task for domain in yaml.safe_load(TAXONOMY.read_text()).values() for task in domain]
     for model in MODELS:
         entry = {k: v for k, v in registry[model].items() if k != "lora"}
         entry["source"] = str(weights / model)
@@ -70,6 +75,7 @@ def write_config(tmp: Path) -> Path:
             "taxonomy": str(TAXONOMY),
             "overlap": str(OVERLAP),
             "subset": "half",
+            "tasks": names[:tasks] if tasks else "all",
         },
         "models": MODELS,
         "judge": {"enabled": True, "api_key_env": "DAG_SCALE_UNUSED_KEY"},
@@ -124,13 +130,19 @@ def status_write_cost(tmp: Path, config: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command")
-    repeats = parser.parse_args().repeats
+    parser.add_argument("--tasks", type=int, help="the first N tasks of the taxonomy (all)")
+    parser.add_argument("--smoke", action="store_true", help="CI: --tasks 1 --repeats 1")
+    args = parser.parse_args()
+    if args.smoke:  # the sizes shrink; flags given explicitly still win
+        parser.set_defaults(tasks=1, repeats=1)
+        args = parser.parse_args()
+    repeats = args.repeats
     load = os.getloadavg()[0]
     figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="plan_cost_") as name:
         tmp = Path(name)
         build_benchmark(tmp / "bench_data")
-        config = write_config(tmp)
+        config = write_config(tmp, args.tasks)
         for label, args in RUNS.items():
             runs = [snakemake(tmp, config, *args) for _ in range(repeats)]
             figures[label] = {

@@ -8,7 +8,10 @@
    and last sample, and the seven x0 checkpoints of the study, written here the way a job
    writes it (a temporary file, fsync, rename). On a shared filesystem it is slower.
 
-    python bench/resume_cost.py [--folder DIR] [--threads 1]
+    python bench/resume_cost.py [--folder DIR] [--threads 1] [--models KEY ...] [--smoke]
+
+`--smoke` (CI): one tiny family (`--models tiny_ltx23_two_stage`: a state with a stage);
+the Wan2.2 720p state at its full size.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,11 +27,12 @@ from pathlib import Path
 import torch
 import yaml
 
-from vgi_models.generate import generate
-from vgi_models.registry import load_registry
-from vgi_models.resume import Trajectory
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy
+from vgi_models.generate import generate  # noqa: E402
+from vgi_models.registry import load_registry  # noqa: E402
+from vgi_models.resume import Trajectory  # noqa: E402
+
 IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_001.png"
 TINY = ["tiny_wan22", "tiny_wan21", "tiny_hunyuan15", "tiny_ltx23_two_stage", "tiny_vbvr_wan22"]
 STEPS = [1, 2, 3, 4, 10, 20, 40]
@@ -47,13 +52,13 @@ def timed_writes() -> list[tuple[float, int]]:
     return writes
 
 
-def tiny_families(folder: Path) -> dict:
+def tiny_families(folder: Path, models: list[str]) -> dict:
     specs = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
     writes = timed_writes()
     print("model                 s/save   MB at last save   job s (saves / none)")
     results = {}
-    generate(specs[TINY[0]], str(IMAGE), "go", STEPS, "x0", folder / "warm-up")  # not timed
-    for model in TINY:
+    generate(specs[models[0]], str(IMAGE), "go", STEPS, "x0", folder / "warm-up")  # not timed
+    for model in models:
         job = {}
         for every in (1, 10_000):
             del writes[:]
@@ -109,10 +114,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--models", nargs="+", choices=TINY, default=TINY)
+    smoke = "CI: --models tiny_ltx23_two_stage"
+    parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args()
+    if args.smoke:  # the sizes shrink; flags given explicitly still win
+        parser.set_defaults(models=["tiny_ltx23_two_stage"])
+        args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
-        results = {"tiny": tiny_families(Path(folder)), "wan22_720p": wan22_720p(Path(folder))}
+        tiny = tiny_families(Path(folder), args.models)
+        results = {"tiny": tiny, "wan22_720p": wan22_720p(Path(folder))}
     print(json.dumps(results))
 
 

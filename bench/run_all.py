@@ -5,10 +5,11 @@ bench/hunyuan_attention_memory.py and bench/runtimes.py (with `--gpu` also
 bench/gpu_generate.py, which needs a CUDA GPU) one after another, each as a child
 process whose report is passed through; reads each one's last output line (its JSON
 summary) and prints one table: benchmark, figure, value, goal. The last line is one JSON
-object with the same figures. `--quick`: fewer repeats and a smaller judge load. A
+object with the same figures. `--smoke` passes `--smoke` to each: their smallest sizes, a
+check that they run (CI), not figures to read. `--only NAME ...` runs those alone. A
 benchmark that fails is reported as such; the exit code is then 1.
 
-    python bench/run_all.py [--quick] [--gpu]
+    python bench/run_all.py [--smoke] [--gpu] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -21,19 +22,19 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ARGS = {  # benchmark: (arguments, --quick arguments)
-    "dag_scale": ([], ["--repeats", "1"]),
-    "hook_overhead": ([], ["--repeats", "3"]),
-    "judge_throughput": ([], ["--videos", "8"]),
-    "hunyuan_attention_memory": ([], ["--sizes", "4096", "8192"]),
-    "runtimes": ([], []),
-    "gpu_generate": ([], ["--steps", "1"]),
-}
+NAMES = (
+    "dag_scale",
+    "hook_overhead",
+    "judge_throughput",
+    "hunyuan_attention_memory",
+    "runtimes",
+    "gpu_generate",  # with --gpu (or --only)
+)
 
 
-def run(name: str, quick: bool) -> dict:
+def run(name: str, smoke: bool) -> dict:
     """Run one benchmark, echoing its report; its last-line JSON summary (or the failure)."""
-    command = [sys.executable, str(BENCH / f"{name}.py"), *ARGS[name][1 if quick else 0]]
+    command = [sys.executable, str(BENCH / f"{name}.py"), *(["--smoke"] if smoke else [])]
     print(f"\n=== {name}: {' '.join(command[1:])}", flush=True)
     start = time.perf_counter()
     last = ""
@@ -111,11 +112,12 @@ def headlines(name: str, summary: dict) -> list[tuple[str, object, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller loads")
+    parser.add_argument("--smoke", action="store_true", help="each at its smallest size (CI)")
     parser.add_argument("--gpu", action="store_true", help="also bench/gpu_generate.py")
+    parser.add_argument("--only", nargs="+", choices=NAMES, help="these benchmarks alone")
     args = parser.parse_args()
-    names = [name for name in ARGS if args.gpu or name != "gpu_generate"]
-    results = {name: run(name, args.quick) for name in names}
+    names = args.only or [name for name in NAMES if args.gpu or name != "gpu_generate"]
+    results = {name: run(name, args.smoke) for name in names}
 
     table: dict[str, dict] = {}
     print(f"\n{'benchmark':<17}{'figure':<46}{'value':>10}  goal")

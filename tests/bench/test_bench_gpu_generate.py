@@ -1,10 +1,9 @@
-"""bench/gpu_generate.py: the tiny run takes the full-size code path end to end on the CPU, and
-the full-size shapes, token counts and parameter counts are derived without allocating."""
+"""bench/gpu_generate.py: the full-size shapes, token counts and parameter counts are derived
+without allocating (its tiny run on the CPU is checked in test_bench_smoke.py)."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -19,34 +18,8 @@ def bench():
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
     spec.loader.exec_module(module)
-    threads = module.torch.get_num_threads()  # the tiny run sets 1
     yield module
-    module.torch.set_num_threads(threads)
     sys.modules.pop(spec.name, None)
-
-
-def test_tiny_run_measures_every_model_and_the_flop_formula_matches_the_linears(
-    bench, capsys, tmp_path
-):
-    out = tmp_path / "bench.json"
-    summary = bench.main(["--scale", "tiny", "--steps", "1", "--json-out", str(out)])
-    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert printed == json.loads(out.read_text()) == json.loads(json.dumps(summary))
-    assert list(summary["models"]) == list(bench.MODELS)
-    for key, entry in summary["models"].items():
-        plan, denoiser, vae = entry["plan"], entry["denoiser"], entry["vae"]
-        assert plan["status"] == denoiser["status"] == vae["status"] == "ok", (key, entry)
-        assert denoiser["s_per_step"] > 0 and denoiser["tflops"] > 0
-        # hook-counted Linear FLOPs of each warm-up call == the per-stream formula
-        assert denoiser["linear_check"] == pytest.approx(dict.fromkeys(plan["calls"], 1.0))
-        assert vae["video_shape"] == plan["video"]  # tiled decode, small tiles
-    ltx = summary["models"]["ltx23_i2v"]["plan"]["calls"]
-    assert [c["batch"] for c in ltx.values()] == [2, 1, 1]
-    # STG skips self-attention in one block, isolation the audio<->video attention: both cost
-    # less than half of the batched CFG call.
-    cfg = ltx["cond+uncond"]["linear"] + ltx["cond+uncond"]["attention"]
-    for name in ("stg", "isolation"):
-        assert ltx[name]["linear"] + ltx[name]["attention"] < cfg / 2
 
 
 def test_full_size_shapes_tokens_and_flops(bench):
