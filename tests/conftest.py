@@ -15,12 +15,10 @@ from vgi_models.registry import load_registry
 
 
 def pytest_collection_modifyitems(items):
-    """Under `--dist loadgroup`, a module's tests share one worker, so a module-scoped
-    fixture (a tiny study run) runs once; modules marked `xdist_group("slurm")` share one
-    worker, so one SLURM runs on the machine at a time."""
-    for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    """The end-to-end runs (tests/workflow/) first: under xdist (`--dist loadscope`, a
+    module's tests and its module fixtures on one worker) no long one is left alone at
+    the end."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/workflow/"))
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +39,8 @@ def example_image() -> Path:
 
 @pytest.fixture(scope="session")
 def slurm_cluster():
-    """The running test cluster (tests/support/slurm_cluster.py); its modules are marked
-    `xdist_group("slurm")`."""
+    """The running test cluster (tests/support/slurm_cluster.py), for tests/workflow/test_slurm.py
+    alone: one SLURM on the machine at a time."""
     with running_cluster() as cluster:
         yield cluster
 

@@ -198,7 +198,7 @@ def test_the_draw_is_seeded_spread_over_tasks_and_levels_and_shared_out(judged):
         assigned(fake, "w", pool, 5)
 
 
-PAGE_MODELS = {"tiny_wan22": (144, 256), "tiny_wan21": (32, 64), "tiny_hunyuan15": (64, 112)}
+PAGE_MODELS = {"tiny_wan22": (64, 112), "tiny_wan21": (32, 64), "tiny_hunyuan15": (64, 112)}
 
 
 @pytest.fixture

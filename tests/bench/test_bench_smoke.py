@@ -31,9 +31,7 @@ def bench():
         yield importlib.import_module
 
 
-@pytest.mark.parametrize(  # one xdist group each: they share nothing, so they spread
-    "name", [pytest.param(name, marks=pytest.mark.xdist_group(f"bench_{name}")) for name in SCRIPTS]
-)
+@pytest.mark.parametrize("name", SCRIPTS)
 def test_smoke_run_prints_a_report_then_its_figures(name, tmp_path, bench):
     extra = [arg.format(tmp=tmp_path) for arg in EXTRA.get(name, [])]
     command = [sys.executable, str(BENCH / f"{name}.py"), "--smoke", *extra]

@@ -4,7 +4,9 @@
 run with a GPU SLURM gave it (CUDA_VISIBLE_DEVICES, as SLURM's TaskProlog saw it); contact
 sheets to the CPU partition without one; the judge and the other localrules must run on the
 submit host. The squeue lines seen during the run are printed (`pytest -s`). A killed
-Snakemake leaves its SLURM jobs running; a rerun after they finish keeps their videos.
+Snakemake leaves its SLURM jobs running; a rerun after they finish keeps their videos. A
+video API job requeued mid-wait waits on the same operation. Every test that starts SLURM is
+in this module: xdist (`--dist loadscope`) runs it on one worker, one SLURM at a time.
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
+from tests.support.fake_video_api import FakeVideoAPI
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
+from tests.support.video_api_run import KEY_ENV, api_config
 from tests.support.workflow import REPO, default_config, snakemake
-
-pytestmark = pytest.mark.xdist_group("slurm")  # one SLURM on the machine at a time
 
 SQUEUE = "JobID:6,Partition:6,State:11,Comment:60,tres-per-job:14,NodeList:10"
 GENERATE = "rule_generate_wildcards_tiny_wan22_sorting_sorting_lv1_00{}"  # a job's comment
@@ -185,3 +186,38 @@ def test_a_requeued_generate_job_resumes_where_slurm_cut_it_off(slurm_cluster, t
         assert path.read_bytes() == (local / path.relative_to(tmp_path / "results")).read_bytes()
     again = start(tmp_path, config, "-n", str(tmp_path / "results" / run / "video.mp4"))
     assert again.wait() == 0 and "Nothing to be done" in (tmp_path / "run.log").read_text()
+
+
+# A video API job requeued by SLURM mid-wait (`scontrol requeue`) waits on the same operation
+# when SLURM runs it again: one submission.
+def test_a_requeued_api_job_waits_on_the_same_operation(slurm_cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "test-video-key")  # sbatch passes the environment on
+    with FakeVideoAPI(polls=100_000) as fake:
+        config = api_config(tmp_path, fake)
+        config["benchmark"] |= {"tasks": ["sorting"], "levels": [1]}
+        config["models"] = ["veo31"]
+        before = set(squeue(slurm_cluster))
+        process = start(tmp_path, config, "generate_all")
+
+        def waiting(_) -> bool:
+            assert process.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
+            return len(fake.submissions) == 1 and fake.submissions[0].polls_left < 100_000 - 3
+
+        watch(slurm_cluster, waiting, timeout=300)
+        (job,) = set(squeue(slurm_cluster)) - before
+        slurm_cluster.run("scontrol", "requeue", job)
+        watch(slurm_cluster, lambda _: " PENDING " in squeue(slurm_cluster)[job], timeout=120)
+        slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+        polls = len(fake.requests)
+        while len(fake.requests) == polls:  # the requeued job polls again ...
+            assert process.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
+            time.sleep(0.2)
+        fake.submissions[0].polls_left = 2  # ... and the operation finishes
+        seen = watch(slurm_cluster, lambda _: process.poll() is not None)
+        print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
+        assert process.wait() == 0, (tmp_path / "run.log").read_text()[-4000:]
+        assert len(fake.submissions) == 1  # requeued, waited on again, never submitted twice
+        assert set(squeue(slurm_cluster)) - before == {job}
+        logs = list((tmp_path / "results" / "logs" / "generate_api").rglob("*.log"))
+        assert "resuming operation" in logs[0].read_text()
+        print(f"submissions: {len(fake.submissions)}; SLURM jobs: {job} (requeued once)")
