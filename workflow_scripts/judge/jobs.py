@@ -57,9 +57,9 @@ def run_vlm(smk, work: Callable) -> list:
     try:
         return asyncio.run(main())
     except ServiceError as error:
-        fail_job(
-            f"{FAILURE}{error.reason}\nNothing was written for this job: fix the key, quota "
-            "or endpoint and run snakemake again."
+        fail_job(  # one line: the status page shows a failed job's last line
+            f"{FAILURE}{error.reason} (nothing was written for this job: fix the key, quota "
+            "or endpoint and run snakemake again)"
         )
 
 
