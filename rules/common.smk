@@ -204,7 +204,8 @@ def label_frames(wildcards):
 @functools.cache
 def task_inputs(condition, task):
     """The input and ground-truth images of `task`'s instances under `condition`, and what
-    the VLM jobs read of each instance by id: built once per (condition, task), not per job."""
+    the VLM jobs read of each instance by id: built once per (condition, task), not per job.
+    """
     rows = ROWS[condition].loc[TASKS[condition][task]]
     images = [path for path in [*rows["image"], *rows["gt_image"]] if path]
     return images, {instance: instance_params(row) for instance, row in rows.iterrows()}

@@ -198,13 +198,14 @@ def test_the_draw_is_seeded_spread_over_tasks_and_levels_and_shared_out(judged):
         assigned(fake, "w", pool, 5)
 
 
-PAGE_MODELS = {"tiny_wan22": (64, 112), "tiny_wan21": (32, 64), "tiny_hunyuan15": (64, 112)}
+# Three frame sizes, one per model (synthetic videos: the page must fit any sizes).
+PAGE_MODELS = {"tiny_wan22": (72, 128), "tiny_wan21": (32, 64), "tiny_hunyuan15": (64, 112)}
 
 
 @pytest.fixture
 def three_sizes(tmp_path):
     """Three models' videos of maze_square's level-1 instances, each model its own frame
-    size (as the tiny families make them); the config the page reads."""
+    size; the config the page reads."""
     config = default_config(tmp_path, tasks=["maze_square"], levels=[1], subset="full")
     config["models"] = list(PAGE_MODELS)
     config["judge_reliability"] = {"rankings": str(tmp_path / "rankings")}
