@@ -11,15 +11,14 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from PIL import Image
 
 from tests.aggregate.test_reliability import PREFERENCES, QUALITY
 from tests.judge.test_judge_workflow import jobs
 from tests.support.fake_vlm import FakeVLM, Received
 from tests.support.scripted_judge import Judge, kind
+from tests.support.videos import videos_config, write_videos
 from tests.support.workflow import default_config, snakemake
-from vgi_models.video import write_video
 from workflow_scripts.judge.templates import HERE as TEMPLATES
 
 KEY = "test-key-71b0"
@@ -59,25 +58,15 @@ def write_study(tmp_path) -> dict:
     """Four models' 9-frame videos of every level-1 instance of TASKS, each a flat grey
     of its quality (QUALITY, else 0) with a thin stripe where the model is (the cache
     would take equal videos of one instance for one), and the config on them."""
-    registry = {}
+    folders = {}
     for k, (letter, model) in enumerate(MODELS.items()):
-        folder = tmp_path / "videos" / model
-        for task in TASKS:
-            for n in (1, 2):
-                instance = f"{task}_lv1_00{n}"
-                q = QUALITY.get(instance, {}).get(letter, 0)
-                frames = np.full((9, 32, 64, 3), 30 + 50 * q, np.uint8)
-                frames[:, :, 8 * k + 2 : 8 * k + 6] += 20
-                (folder / task).mkdir(parents=True, exist_ok=True)
-                write_video(frames, folder / task / f"{instance}.mp4", fps=8)
-        registry[model] = {"source": "videos", "videos": str(folder)}
-    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
-    config = default_config(tmp_path, tasks=TASKS, levels=[1], subset="full")
-    config["models"], config["model_registry"] = (
-        list(MODELS.values()),
-        str(tmp_path / "models.yaml"),
-    )
-    return config
+        videos = {}
+        for instance in (f"{task}_lv1_00{n}" for task in TASKS for n in (1, 2)):
+            q = QUALITY.get(instance, {}).get(letter, 0)
+            videos[instance] = np.full((9, 32, 64, 3), 30 + 50 * q, np.uint8)
+            videos[instance][:, :, 8 * k + 2 : 8 * k + 6] += 20
+        folders[model] = write_videos(tmp_path / "videos" / model, videos)
+    return videos_config(tmp_path, folders, tasks=TASKS, levels=[1], subset="full")
 
 
 def write_preferences(path) -> None:

@@ -14,6 +14,7 @@ import yaml
 from tests.support.fake_vlm import FakeVLM
 from tests.support.release import CHECKLISTS, INSTANCES, break_release, make_release, write_videos
 from tests.support.scripted_judge import Judge, checklist_length
+from tests.support.videos import videos_config
 from tests.support.workflow import REPO, default_config, snakemake
 from workflow_scripts.benchmark import rubric
 from workflow_scripts.benchmark.instances import load_instances
@@ -94,14 +95,10 @@ def test_broken_release_is_reported_all_at_once_by_id_and_no_job_runs(release, t
     assert not (tmp_path / "results").exists()
 
 
-def videos_config(tmp_path, release, folder):
-    """The default config on `release` (level 1, every instance) with one model: the
+def ext_config(tmp_path, release, folder):
+    """The default config on `release` (level 1, every instance) with one model, `ext`: the
     videos in `folder`."""
-    registry = tmp_path / "models.yaml"
-    registry.write_text(yaml.safe_dump({"ext": {"source": "videos", "videos": str(folder)}}))
-    config = default_config(tmp_path, root=str(release), levels=[1], subset="full")
-    config["models"], config["model_registry"] = ["ext"], str(registry)
-    return config
+    return videos_config(tmp_path, {"ext": folder}, root=str(release), levels=[1], subset="full")
 
 
 def test_find_videos_with_or_without_prefix(release, tmp_path):
@@ -129,7 +126,7 @@ def test_a_selected_instance_without_a_video_is_named_before_any_job(release, tm
     folder = tmp_path / "eval_res" / "ext"
     write_videos(folder)
     (folder / "clock_running" / "clock_running_lv1_002.mp4").unlink()
-    result = snakemake(tmp_path, videos_config(tmp_path, release, folder))
+    result = snakemake(tmp_path, ext_config(tmp_path, release, folder))
     assert result.returncode != 0
     assert "- clock_running_lv1_002: no video of model 'ext'" in result.stdout
     assert not (tmp_path / "results").exists()
@@ -140,7 +137,7 @@ def test_videos_made_elsewhere_run_through_all(release, tmp_path, monkeypatch):
     generate job, no transitions; each judge call reads its own instance's checklist."""
     folder = tmp_path / "video_model_res" / "some_model"
     write_videos(folder)
-    config = videos_config(tmp_path, release, folder)
+    config = ext_config(tmp_path, release, folder)
     monkeypatch.setenv("FAKE_VLM_KEY", "test-key")
     with FakeVLM(Judge(tier=2, violations=[0, 1])) as fake:
         config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
@@ -192,7 +189,7 @@ def test_beside_a_generated_model_only_that_one_gets_gpu_jobs_and_transitions(
     monkeypatch.setenv("GEMINI_API_KEY", "not-used-by-a-dry-run")
     folder = tmp_path / "eval_res" / "ext"
     write_videos(folder, prefix="ext")
-    config = videos_config(tmp_path, release, folder)
+    config = ext_config(tmp_path, release, folder)
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
     registry["ext"] = {"source": "videos", "videos": str(folder)}
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))

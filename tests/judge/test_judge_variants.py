@@ -9,6 +9,7 @@ import json
 from tests.judge.test_judge_workflow import jobs
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, kind
+from tests.support.videos import clip, videos_config, write_videos
 from tests.support.workflow import default_config, snakemake
 from workflow_scripts.common import layout
 from workflow_scripts.judge.templates import HERE as TEMPLATES
@@ -18,8 +19,10 @@ INSTANCES = ["sorting_lv1_001", "sorting_lv1_002"]
 
 
 def test_variants_score_the_same_videos_apart_and_share_the_cache(tmp_path, monkeypatch):
+    """Two videos made elsewhere, judged by main, then by two variants."""
     monkeypatch.setenv("FAKE_VLM_KEY", KEY)
-    config = default_config(tmp_path, tasks=["sorting"], levels=[1], subset="full")
+    folder = write_videos(tmp_path / "ext", {i: clip(n) for n, i in enumerate(INSTANCES)})
+    config = videos_config(tmp_path, {"ext": folder}, tasks=["sorting"], levels=[1], subset="full")
     prompts = tmp_path / "prompts"  # the verdict call's template alone differs
     prompts.mkdir()
     verdict = (TEMPLATES / "verdict.txt").read_text(encoding="utf-8")
@@ -36,10 +39,7 @@ def test_variants_score_the_same_videos_apart_and_share_the_cache(tmp_path, monk
         assert first.returncode == 0, first.stdout[-3000:]
         main_calls = len(fake.requests)
         assert main_calls == 2 * 3  # completeness, one window, the verdict per video
-        main = {
-            i: layout.score_file(tmp_path / "results", "tiny_wan22", "sorting", i)
-            for i in INSTANCES
-        }
+        main = {i: layout.score_file(tmp_path / "results", "ext", "sorting", i) for i in INSTANCES}
         written = {i: path.stat().st_mtime_ns for i, path in main.items()}
 
         # Off by default: an empty `judges:` changes nothing, nothing reruns.
@@ -51,11 +51,9 @@ def test_variants_score_the_same_videos_apart_and_share_the_cache(tmp_path, monk
             "other_model": {"model": "fake-model-b"},  # every call new
             "stricter": {"prompts": str(prompts)},  # only the verdicts new
         }
-        dry = snakemake(tmp_path, config, "-n", "judge_all", "judges_all")
-        assert dry.returncode == 0, dry.stdout[-3000:]
-        assert jobs(dry.stdout) == {"judge_variant": 2, "judges_all": 1}  # no judge, no generate
         run = snakemake(tmp_path, config, "judge_all", "judges_all")
         assert run.returncode == 0, run.stdout[-3000:]
+        assert jobs(run.stdout) == {"judge_variant": 2, "judges_all": 1}  # no judge, no import
         assert "Judge: errors in 0 of 6 scores" in run.stdout  # main's 2 and the variants' 4
         again = snakemake(tmp_path, config, "-n", "judge_all", "judges_all")
         assert "Nothing to be done" in again.stdout, again.stdout[-2000:]
@@ -72,13 +70,10 @@ def test_variants_score_the_same_videos_apart_and_share_the_cache(tmp_path, monk
         assert path.stat().st_mtime_ns == written[instance]  # the main judge's untouched
         main_score = json.loads(path.read_text())
         for name, cached in (("other_model", 0), ("stricter", 2)):
-            variant = layout.score_file(
-                tmp_path / "results", "tiny_wan22", "sorting", instance, name
-            )
+            variant = layout.score_file(tmp_path / "results", "ext", "sorting", instance, name)
             assert (
                 variant
-                == tmp_path
-                / f"results/judges/{name}/tiny_wan22/sorting/judge/{instance}/score.json"
+                == tmp_path / f"results/judges/{name}/ext/sorting/judge/{instance}/score.json"
             )
             score = json.loads(variant.read_text())
             assert score["status"] == "ok", score

@@ -7,6 +7,7 @@ import json
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge
+from tests.support.videos import clip, videos_config, write_videos
 from tests.support.workflow import default_config, snakemake
 from workflow_scripts.judge.templates import HERE as TEMPLATES
 
@@ -22,9 +23,13 @@ def jobs(dry_run: str) -> dict[str, int]:
 
 
 def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, monkeypatch):
-    """The scripted VLM cites loosely in every window (one frame not shown, one left out)."""
+    """Two videos made elsewhere (the judge's outputs do not depend on where a video came
+    from); the scripted VLM cites loosely in every window (one frame not shown, one left
+    out)."""
     monkeypatch.setenv("FAKE_VLM_KEY", KEY)
-    config = default_config(tmp_path, tasks=["sorting"], levels=[1], subset="full")
+    instances = ["sorting_lv1_001", "sorting_lv1_002"]
+    folder = write_videos(tmp_path / "ext", {i: clip(n) for n, i in enumerate(instances)})
+    config = videos_config(tmp_path, {"ext": folder}, tasks=["sorting"], levels=[1], subset="full")
     with FakeVLM(Judge(tier=2, violations=[0, 1, 0, 0], loose=True)) as fake:
         config["judge"] = {
             "enabled": True,
@@ -41,27 +46,26 @@ def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, m
         assert len(fake.requests) == paid  # every call of the rerun came from the cache
 
         # A replaced window template: judge reruns (params changed; one job for the task's
-        # two videos) and its frames are made again (a temporary output), generate does not,
-        # and only the window calls are new (completeness and verdict texts are unchanged).
+        # two videos) and its frames are made again (a temporary output), the videos are not
+        # imported again, and only the window calls are new (completeness and verdict texts
+        # are unchanged).
         prompts = tmp_path / "prompts"
         prompts.mkdir()
         window = (TEMPLATES / "window.txt").read_text().replace("# Rubric window", "# My window")
         (prompts / "window.txt").write_text(window)
         config["judge"]["prompts"] = str(prompts)
-        dry = snakemake(tmp_path, config, "-n", "judge_all")
-        assert dry.returncode == 0, dry.stdout[-3000:]
-        assert jobs(dry.stdout) == {"prepare_frames": 1, "judge": 1, "judge_all": 1}
-        reasons = [line for line in dry.stdout.splitlines() if line.strip().startswith("reason:")]
-        changed = [line for line in reasons if "Params have changed since last execution" in line]
-        assert len(changed) == 1, dry.stdout[-2500:]
         third = snakemake(tmp_path, config, "judge_all")
         assert third.returncode == 0, third.stdout[-3000:]
+        assert jobs(third.stdout) == {"prepare_frames": 1, "judge": 1, "judge_all": 1}
+        reasons = [line for line in third.stdout.splitlines() if line.strip().startswith("reason:")]
+        changed = [line for line in reasons if "Params have changed since last execution" in line]
+        assert len(changed) == 1, third.stdout[-2500:]
         new = fake.requests[paid:]
         assert len(new) == 2 and all(r.texts[0].startswith("# My window") for r in new)
         assert not any("# My window" in t for r in fake.requests[:paid] for t in r.texts)
     assert {r.api_key for r in fake.requests} == {KEY}
 
-    scores = sorted((tmp_path / "results" / "tiny_wan22").glob("sorting/judge/*/score.json"))
+    scores = sorted((tmp_path / "results" / "ext").glob("sorting/judge/*/score.json"))
     assert len(scores) == 2
     for path in scores:
         score = json.loads(path.read_text())

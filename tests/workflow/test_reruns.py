@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
+from tests.support.videos import clip, register, write_videos
 from tests.support.workflow import REPO
 
 KEY = "test-key-7d1e0b"
@@ -84,14 +85,18 @@ def test_nothing_reruns_for_interpreter_checkout_registry_path_or_judge_pacing(
 
 
 def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_path, monkeypatch):
-    """Four instances, one job at a time: the first judge job's one call is refused, the
-    run fails loudly and schedules no other judge job; with the right key a plain rerun
-    completes every score and regenerates nothing."""
+    """Four instances' videos made elsewhere, one job at a time: the first judge job's one
+    call is refused, the run fails loudly and schedules no other judge job; with the right
+    key a plain rerun completes every score and copies no video again."""
     repo = checkout(tmp_path / "repo")
+    instances = [f"sorting_lv{level}_00{n}" for level in (1, 2) for n in (1, 2)]
+    folder = write_videos(tmp_path / "ext", {i: clip(n) for n, i in enumerate(instances)})
+    registry = register(tmp_path / "videos.yaml", {"ext": folder})
     monkeypatch.setenv("FAKE_VLM_KEY", "a-wrong-key")
     four = "benchmark={tasks: [sorting], levels: [1, 2], subset: full}"
+    ext = ("models=[ext]", f"model_registry={registry}")
     with FakeVLM(Judge(tier=2, violations=[0]), api_key=KEY) as fake:
-        args = ("--cores", "1", "judge_all", "--config", four, judge_config(fake.url))
+        args = ("--cores", "1", "judge_all", "--config", four, *ext, judge_config(fake.url))
         failed = run(repo, CONSOLE, *args)
         assert failed.returncode != 0
         assert len(fake.requests) == 1 and fake.requests[0].api_key == "a-wrong-key"
@@ -99,6 +104,7 @@ def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_p
         assert re.search(r"judge service failure: HTTP 401: API key not valid", failed.stdout)
         assert "a-wrong-key" not in failed.stdout
         videos = {p: p.stat().st_mtime_ns for p in repo.glob("results/*/sorting/*/video.mp4")}
+        assert len(videos) == 4  # the judge job waited on every video
 
         monkeypatch.setenv("FAKE_VLM_KEY", KEY)
         fixed = run(repo, CONSOLE, *args)
