@@ -14,18 +14,17 @@ from workflow_scripts.judge.templates import HERE as TEMPLATES
 KEY = "test-key-3f9c2a"  # stands in for a real API key
 
 
-def jobs(dry_run: str) -> dict[str, int]:
-    """The job counts of a dry run's table."""
-    table = dry_run.split("Job stats:")[1].split("total")[0]
+def jobs(stdout: str) -> dict[str, int]:
+    """The job counts of a run's or a dry run's table."""
+    table = stdout.split("Job stats:")[1].split("total")[0]
     return {
         line.split()[0]: int(line.split()[1]) for line in table.splitlines()[3:] if line.strip()
     }
 
 
 def test_judge_scores_every_video_pays_once_and_never_writes_the_key(tmp_path, monkeypatch):
-    """Two videos made elsewhere (the judge's outputs do not depend on where a video came
-    from); the scripted VLM cites loosely in every window (one frame not shown, one left
-    out)."""
+    """Two videos made elsewhere; the scripted VLM cites loosely in every window (one frame
+    not shown, one left out)."""
     monkeypatch.setenv("FAKE_VLM_KEY", KEY)
     instances = ["sorting_lv1_001", "sorting_lv1_002"]
     folder = write_videos(tmp_path / "ext", {i: clip(n) for n, i in enumerate(instances)})
