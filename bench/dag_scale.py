@@ -30,13 +30,16 @@ The design keeps 1 job per (model, instance) (`generate`) and 3 per (model, task
     python bench/dag_scale.py [--repeats N] [--smoke]
 
 `--smoke`: the smallest size (3 tasks x 3 levels x 2 instances, 2 models, 1 repeat), to
-check that the benchmark runs. Prints a table, then (last line) one JSON object with the
+check that the benchmark runs: the one timed run of each scenario is the `-n --quiet rules`
+run (no extra one for the job counts), so 6 Snakemake runs in all (with the 2 that create
+`half_done`'s outputs). Prints a table, then (last line) one JSON object with the
 figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -46,7 +49,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -73,18 +75,20 @@ COLUMNS = {  # table header: figure
 }
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Size:
     """The synthetic study: tasks (None: every task of the taxonomy), instances per level,
-    models, dry runs per scenario."""
+    models, dry runs per scenario, and whether the job counts come from an extra untimed run
+    (else from the timed runs, each then `-n --quiet rules`)."""
 
     tasks: int | None
     per_level: int
     models: int
     repeats: int
+    count_apart: bool = True
 
 
-PAPER, SMOKE = Size(None, 10, 7, 3), Size(3, 2, 2, 1)
+PAPER, SMOKE = Size(None, 10, 7, 3), Size(3, 2, 2, 1, count_apart=False)
 
 
 def build_benchmark(root: Path, size: Size = PAPER) -> None:
@@ -231,13 +235,14 @@ def create_all_outputs(tmp: Path, config: Path) -> int:
     return len(rows)
 
 
-def dry_runs(tmp: Path, scenarios: dict[str, tuple], repeats: int) -> dict[str, list]:
-    """`repeats` plain dry runs of each scenario (its Snakefile and config), interleaved:
-    one of each in turn."""
+def dry_runs(tmp: Path, scenarios: dict[str, tuple], size: Size) -> dict[str, list]:
+    """`size.repeats` dry runs of each scenario (its Snakefile and config), interleaved:
+    one of each in turn; plain, or `-n --quiet rules` where they also give the job counts."""
+    args = ["-n", "--quiet", *([] if size.count_apart else ["rules"])]
     runs: dict[str, list] = {name: [] for name in scenarios}
-    for _ in range(repeats):
+    for _ in range(size.repeats):
         for name, (snakefile, config) in scenarios.items():
-            runs[name].append(snakemake(tmp, config, "-n", "--quiet", snakefile=snakefile))
+            runs[name].append(snakemake(tmp, config, *args, snakefile=snakefile))
     return runs
 
 
@@ -246,7 +251,10 @@ def figures(tmp: Path, scenario: tuple, runs: list, rows: pd.DataFrame, size: Si
     Snakefile and config; a study of instances `rows`), and the jobs its dry run would
     run, by rule."""
     snakefile, config = scenario
-    output = snakemake(tmp, config, "-n", "--quiet", "rules", snakefile=snakefile)[-1]
+    counted = runs[-1]  # its own `-n --quiet rules` run at full size
+    if size.count_apart:
+        counted = snakemake(tmp, config, "-n", "--quiet", "rules", snakefile=snakefile)
+    output = counted[-1]
     stats = job_stats(output)
     pairs, model_tasks = size.models * len(rows), size.models * rows["task"].nunique()
     return {
@@ -273,7 +281,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="the smallest size, 1 repeat")
     args = parser.parse_args()
     size = SMOKE if args.smoke else PAPER
-    repeats = args.repeats or size.repeats
+    size = dataclasses.replace(size, repeats=args.repeats or size.repeats)
+    repeats = size.repeats
     results: dict = {}
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="dag_scale_") as name:
@@ -287,14 +296,14 @@ def main() -> None:
             "bare": (write_bare(tmp, tables["half"]), None),
             "full": project["full"],
         }
-        runs = dry_runs(tmp, scenarios, repeats)
+        runs = dry_runs(tmp, scenarios, size)
         for name, scenario in scenarios.items():
             rows = tables["full" if name == "full" else "half"]
             results[name] = figures(tmp, scenario, runs[name], rows, size)
         start = time.perf_counter()
         n_files = create_all_outputs(tmp, configs["half"])
         setup_s = round(time.perf_counter() - start)
-        done = dry_runs(tmp, {"half_done": project["half"]}, repeats)["half_done"]
+        done = dry_runs(tmp, {"half_done": project["half"]}, size)["half_done"]
         results["half_done"] = figures(tmp, project["half"], done, tables["half"], size)
         results["half_done"].update(outputs=n_files, setup_s=setup_s)
     if not results["half_done"]["nothing_to_do"]:

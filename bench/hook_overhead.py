@@ -9,15 +9,18 @@ load affects all three alike:
 
 and prints the median seconds and the ratios to plain (goal for capture: <= 1.02).
 
-    python bench/hook_overhead.py [--repeats 7] [--threads 1] [--models KEY ...] [--smoke]
+    python bench/hook_overhead.py [--repeats 7] [--threads 1] [--models KEY ...]
+                                  [--inference-steps N] [--no-warm-up] [--smoke]
 
-`--smoke` (CI) times one family once (`--models tiny_hunyuan15 --repeats 1`), after the same
-warm-up.
+`--inference-steps N` runs N denoising steps (default: each model's own, 40), recording the
+study steps up to N. `--smoke` (CI) times one family once, 4 steps (4 checkpoints), without
+the warm-up (`--models tiny_hunyuan15 --repeats 1 --inference-steps 4 --no-warm-up`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -66,12 +69,12 @@ def timed_call(spec, pipe, image, mode: str) -> float:
     return time.perf_counter() - start
 
 
-def measure(spec, repeats: int) -> dict:
+def measure(spec, repeats: int, warm_up: bool) -> dict:
     """Median seconds per mode, modes rotated each repeat after one warm-up of each."""
     pipe = spec.build()
     image = Image.open(IMAGE).convert("RGB")
     modes = ["plain", "capture", "capture+decode"]
-    for mode in modes:
+    for mode in modes * warm_up:
         timed_call(spec, pipe, image, mode)
     times = {mode: [] for mode in modes}
     for i in range(repeats):
@@ -85,11 +88,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
-    smoke = "CI: --models tiny_hunyuan15 --repeats 1"
+    parser.add_argument("--inference-steps", type=int, help="denoising steps (the model's)")
+    parser.add_argument("--no-warm-up", action="store_true", help="time the first calls")
+    smoke = "CI: --models tiny_hunyuan15 --repeats 1 --inference-steps 4 --no-warm-up"
     parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args()
     if args.smoke:  # the sizes shrink; flags given explicitly still win
-        parser.set_defaults(models=["tiny_hunyuan15"], repeats=1)
+        parser.set_defaults(models=["tiny_hunyuan15"], repeats=1, inference_steps=4)
+        parser.set_defaults(no_warm_up=True)
         args = parser.parse_args()
     torch.set_num_threads(args.threads)
     specs = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
@@ -97,7 +103,11 @@ def main() -> None:
     header = ("plain s", "capture s", "+decode s", "capture", "+decode")
     print(f"{'model':16}" + "".join(f"{h:>11}" for h in header))
     for key in args.models:
-        t = measure(specs[key], args.repeats)
+        spec = specs[key]
+        if args.inference_steps:
+            steps = {"num_inference_steps": args.inference_steps}
+            spec = dataclasses.replace(spec, generation=spec.generation | steps)
+        t = measure(spec, args.repeats, not args.no_warm_up)
         results[key] = {
             "plain_s": round(t["plain"], 4),
             "capture_s": round(t["capture"], 4),

@@ -6,13 +6,13 @@ The benchmark is made here in the release's shape: enough tasks of the taxonomy 
 `--videos`, `--per-level` (10) instances per level at 1280x720, of which the paper's half
 subset takes 15 per task, so a (model, task) job judges 15 videos as on the real release.
 Videos are pre-made, not generated: for each (model, instance) a unique 5 s clip (81 frames
-at 16 fps, 1280x720) and its denoising checkpoints are written where `generate` puts them,
-and `snakemake --touch generate_all` marks them up to date. The frames the VLM jobs send are
-then made by rule `prepare_frames`, as the cluster's CPU nodes make them under the SLURM
-profile (its CPU seconds per video are reported apart), so the measured run holds only the
-VLM jobs, on the submit host. The judge nominates two frames in round 1, so a video costs 7
-judge calls (completeness, 3 round-1 windows, 2 round-2 windows, the verdict) and one
-transition call per checkpoint pair.
+at 16 fps, 1280x720: `--height`) and its denoising checkpoints are written where `generate`
+puts them, and `snakemake --touch generate_all` marks them up to date. The frames the VLM
+jobs send are then made by rule `prepare_frames`, as the cluster's CPU nodes make them under
+the SLURM profile (its CPU seconds per video are reported apart), so the measured run holds
+only the VLM jobs, on the submit host. The judge nominates two frames in round 1, so a video
+costs 7 judge calls (completeness, 3 round-1 windows, 2 round-2 windows, the verdict) and
+one transition call per checkpoint pair.
 
 `--delay` is the reply time: seconds, or `lognormal:MEDIAN:SIGMA` (seeded draws; the
 ideal uses their mean, MEDIAN x exp(SIGMA^2 / 2)).
@@ -27,10 +27,12 @@ VLM jobs on the submit host (and of `prepare_frames`, off it); and the per-job o
 dry run of the same).
 
     python bench/judge_study.py [--videos 120] [--delay lognormal:6:0.5] [--rpm 600]
-                                [--per-level 10] [--smoke]
+                                [--per-level 10] [--height 720] [--smoke]
 
-`--smoke` (CI): one task of 2 instances per level (the half subset: 3 videos), 0.05 s replies
-and 6000 requests a minute, so that the run is not waiting on the pace.
+`--smoke` (CI): one task of 2 instances per level (the half subset: 3 videos, the fewest: one
+per level), clips at 320x180 (`--height 180`), 0.05 s replies and 6000 requests a minute, so
+that the run is not waiting on the pace; the frames are made once, kept (`--notemp`) for the
+per-job overhead's reruns (7 Snakemake runs, not 9).
 """
 
 from __future__ import annotations
@@ -130,10 +132,10 @@ def study_config(work: Path, videos: int, per_level: int, url: str, rpm: int | N
     return config
 
 
-def premade_videos(config: dict) -> int:
+def premade_videos(config: dict, height: int) -> int:
     """Writes each (model, instance)'s video, checkpoints and generation.json (on every
-    core); returns the number of videos. Every clip differs, so no two judge calls are the
-    same call."""
+    core; 16:9 clips `height` pixels high); returns the number of videos. Every clip
+    differs, so no two judge calls are the same call."""
     registry = yaml.safe_load(Path(config["model_registry"]).read_text(encoding="utf-8"))
     study = load_study(config, registry)
     runs = [
@@ -144,9 +146,10 @@ def premade_videos(config: dict) -> int:
 
     def write(count: int, run: Path) -> None:
         (run / "denoise").mkdir(parents=True, exist_ok=True)
-        iio.imwrite(run / "video.mp4", clip(count, 81), plugin="pyav", codec="libx264", fps=16)
+        video = clip(count, 81, height)
+        iio.imwrite(run / "video.mp4", video, plugin="pyav", codec="libx264", fps=16)
         for step in study.steps:
-            frames = clip(count * 100 + step, 9)
+            frames = clip(count * 100 + step, 9, height)
             path = run / "denoise" / checkpoint_name(step, "x0")
             iio.imwrite(path, frames, plugin="pyav", codec="libx264", fps=16)
         (run / "generation.json").write_text(json.dumps({"premade": True}), "utf-8")
@@ -156,14 +159,16 @@ def premade_videos(config: dict) -> int:
     return len(runs)
 
 
-def clip(seed: int, frames: int) -> np.ndarray:
-    """`frames` 1280x720 frames: a bar moving over a background unique to `seed`."""
+def clip(seed: int, frames: int, height: int) -> np.ndarray:
+    """`frames` 16:9 frames `height` pixels high: a bar moving over a background unique to
+    `seed`."""
     rng = np.random.default_rng(seed)
     tile = rng.integers(0, 256, (1, 9, 16, 3), np.uint8)
-    video = np.repeat(np.repeat(tile, 80, 1), 80, 2).repeat(frames, 0)
+    px = height // 9  # a tile's side, the bar's width
+    video = np.repeat(np.repeat(tile, px, 1), px, 2).repeat(frames, 0)
     for i in range(frames):
-        x = (40 * i) % 1200
-        video[i, :, x : x + 80] = 255
+        x = (px // 2 * i) % (15 * px)
+        video[i, :, x : x + px] = 255
     return video
 
 
@@ -201,13 +206,16 @@ def timeline(requests, start: float, end: float) -> list[dict]:
     return rows
 
 
-def job_overhead(work: Path, outdir: Path, rule: str, folder: str, jobs: int) -> float:
+def job_overhead(work: Path, outdir: Path, rule: str, folder: str, jobs: int, kept: bool) -> float:
     """Seconds per `rule` job rerun one at a time with every call cached, over a dry run
-    (their frames, a temporary output deleted after the run, made again first, untimed)."""
+    (their frames, a temporary output deleted after a run, made again first, untimed, unless
+    `kept`: then every run keeps them, `--notemp`)."""
     targets = sorted(str(p) for p in outdir.glob(f"*/*/{folder}"))[:jobs]
     frames = [str(Path(target).parent / "frames") for target in targets]
-    snakemake(work, "--cores", str(os.cpu_count()), "--", *frames)
-    args = ["--cores", "1", "--resources", "judge_api=1", "--forcerun", rule, "--", *targets]
+    if not kept:
+        snakemake(work, "--cores", str(os.cpu_count()), "--", *frames)
+    args = ["--cores", "1", "--resources", "judge_api=1", "--forcerun", rule]
+    args += ["--notemp"] * kept + ["--", *targets]
     dry, _, _ = snakemake(work, "-n", *args)
     wall, _, _ = snakemake(work, *args)
     return (wall - dry) / len(targets)
@@ -221,11 +229,12 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, default=600, help="the server's requests a minute")
     parser.add_argument("--judge-api", type=int, default=profile_judge_api())
     parser.add_argument("--no-pace", action="store_true", help="leave requests_per_minute out")
-    smoke = "CI: --videos 3 --per-level 2 --delay 0.05 --rpm 6000"
+    parser.add_argument("--height", type=int, default=720, help="the clips' height (16:9)")
+    smoke = "CI: --videos 3 --per-level 2 --height 180 --delay 0.05 --rpm 6000, frames kept"
     parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args()
     if args.smoke:  # the sizes shrink; flags given explicitly still win
-        parser.set_defaults(videos=3, per_level=2, delay="0.05", rpm=6000)
+        parser.set_defaults(videos=3, per_level=2, height=180, delay="0.05", rpm=6000)
         args = parser.parse_args()
     schema = (REPO / "config" / "schemas" / "config.schema.yaml").read_text(encoding="utf-8")
     pace = not args.no_pace and "requests_per_minute" in schema
@@ -238,19 +247,20 @@ def main() -> None:
         rpm = args.rpm if pace else None
         config = study_config(work, args.videos, args.per_level, fake.url, rpm)
         (work / "config.yaml").write_text(yaml.safe_dump(config), "utf-8")
-        videos = premade_videos(config)
+        videos = premade_videos(config, args.height)
         snakemake(work, "--cores", "1", "--touch", "generate_all")
         outdir = Path(config["outdir"])
         frames = [str(folder.parent / "frames") for folder in outdir.glob("*/*/*_lv*")]
         cores = str(os.cpu_count())
         _, frames_cpu, _ = snakemake(work, "--cores", cores, "--", *sorted(set(frames)))
         run = ["--cores", str(args.judge_api), "--resources", f"judge_api={args.judge_api}"]
+        run += ["--notemp"] * args.smoke  # the frames kept for the per-job overhead
         wall, cpu, done = snakemake(work, *run, "--", "judge_all", "transitions_all")
         if "rule generate:" in done.stdout:
             sys.exit("the run regenerated videos")
         requests = list(fake.requests)
         overhead = {
-            rule: round(job_overhead(work, outdir, rule, folder, 3), 2)
+            rule: round(job_overhead(work, outdir, rule, folder, 3, args.smoke), 2)
             for rule, folder in (("judge", "judge"), ("label_transitions", "transitions"))
         }
         scores = [json.loads(p.read_text()) for p in outdir.glob("*/*/judge/*/score.json")]

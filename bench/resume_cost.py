@@ -8,15 +8,20 @@
    and last sample, and the seven x0 checkpoints of the study, written here the way a job
    writes it (a temporary file, fsync, rename). On a shared filesystem it is slower.
 
-    python bench/resume_cost.py [--folder DIR] [--threads 1] [--models KEY ...] [--smoke]
+    python bench/resume_cost.py [--folder DIR] [--threads 1] [--models KEY ...]
+                                [--inference-steps N] [--no-warm-up] [--writes 3] [--smoke]
 
-`--smoke` (CI): one tiny family (`--models tiny_ltx23_two_stage`: a state with a stage);
-the Wan2.2 720p state at its full size.
+`--inference-steps N` runs N denoising steps (default: each model's own, 40), recording the
+study steps up to N; `--writes` times that many writes of the 720p state (the median).
+`--smoke` (CI): one tiny family (`--models tiny_ltx23_two_stage`: a state with a stage), 4
+steps, no warm-up; the Wan2.2 720p state at its full size, written once
+(`--inference-steps 4 --no-warm-up --writes 1`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -52,19 +57,29 @@ def timed_writes() -> list[tuple[float, int]]:
     return writes
 
 
-def tiny_families(folder: Path, models: list[str]) -> dict:
+def tiny_families(folder: Path, models: list[str], steps: int | None, warm_up: bool) -> dict:
+    """Each model's saves and job time, at `steps` denoising steps (None: its own)."""
     specs = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
+    if steps:
+        specs = {
+            key: dataclasses.replace(
+                spec, generation=spec.generation | {"num_inference_steps": steps}
+            )
+            for key, spec in specs.items()
+        }
+    record = [step for step in STEPS if not steps or step <= steps]
     writes = timed_writes()
     print("model                 s/save   MB at last save   job s (saves / none)")
     results = {}
-    generate(specs[models[0]], str(IMAGE), "go", STEPS, "x0", folder / "warm-up")  # not timed
+    if warm_up:  # not timed
+        generate(specs[models[0]], str(IMAGE), "go", record, "x0", folder / "warm-up")
     for model in models:
         job = {}
         for every in (1, 10_000):
             del writes[:]
             t0 = time.perf_counter()
             state_dir = folder / "resume" / model / str(every)
-            generate(specs[model], str(IMAGE), "go", STEPS, "x0", folder / model, state_dir, every)
+            generate(specs[model], str(IMAGE), "go", record, "x0", folder / model, state_dir, every)
             job[every] = time.perf_counter() - t0
             if every == 1:
                 seconds = statistics.median(s for s, _ in writes)
@@ -76,7 +91,7 @@ def tiny_families(folder: Path, models: list[str]) -> dict:
     return results
 
 
-def wan22_720p(folder: Path) -> dict:
+def wan22_720p(folder: Path, writes: int) -> dict:
     one = torch.randn(WAN22_720P_LATENT)
     mb = one.numel() * one.element_size() / 1e6
     t0 = time.perf_counter()
@@ -95,7 +110,7 @@ def wan22_720p(folder: Path) -> dict:
         "recorder": {"checkpoints": {s: {"x0": one.clone(), "xt": None} for s in STEPS}},
     }
     seconds = []
-    for _ in range(3):
+    for _ in range(writes):
         t0 = time.perf_counter()
         trajectory._write()
         seconds.append(time.perf_counter() - t0)
@@ -103,8 +118,8 @@ def wan22_720p(folder: Path) -> dict:
     print(
         f"\nWan2.2 720p: a latent is {mb:.1f} MB; a state at step 40 (loop latent, 2 model "
         f"outputs, last sample, 7 checkpoints) is {size:.0f} MB, written in "
-        f"{statistics.median(seconds):.2f} s (median of 3, this disk); a step's snapshot copy "
-        f"{copy_s:.3f} s"
+        f"{statistics.median(seconds):.2f} s (median of {writes}, this disk); a step's "
+        f"snapshot copy {copy_s:.3f} s"
     )
     write_s = round(statistics.median(seconds), 3)
     return {"latent_mb": round(mb, 1), "state_mb": round(size), "write_s": write_s}
@@ -115,16 +130,20 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--models", nargs="+", choices=TINY, default=TINY)
-    smoke = "CI: --models tiny_ltx23_two_stage"
+    parser.add_argument("--inference-steps", type=int, help="denoising steps (the model's)")
+    parser.add_argument("--no-warm-up", action="store_true", help="time the first generation")
+    parser.add_argument("--writes", type=int, default=3, help="timed writes of the 720p state")
+    smoke = "CI: --models tiny_ltx23_two_stage --inference-steps 4 --no-warm-up --writes 1"
     parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args()
     if args.smoke:  # the sizes shrink; flags given explicitly still win
-        parser.set_defaults(models=["tiny_ltx23_two_stage"])
+        parser.set_defaults(models=["tiny_ltx23_two_stage"], inference_steps=4, writes=1)
+        parser.set_defaults(no_warm_up=True)
         args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
-        tiny = tiny_families(Path(folder), args.models)
-        results = {"tiny": tiny, "wan22_720p": wan22_720p(Path(folder))}
+        tiny = tiny_families(Path(folder), args.models, args.inference_steps, not args.no_warm_up)
+        results = {"tiny": tiny, "wan22_720p": wan22_720p(Path(folder), args.writes)}
     print(json.dumps(results))
 
 

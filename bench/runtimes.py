@@ -17,15 +17,18 @@ GPU here): set the other column on H100/H200-only partitions.
 
     python bench/runtimes.py [--smoke]
 
-The table is arithmetic, already its smallest run: `--smoke` (CI) changes nothing.
+The table is arithmetic, already its smallest run: `--smoke` (CI) changes nothing. Entries of
+one family at the same generation settings share one FLOP count (building a full-size module
+tree on the meta device is most of the run).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import functools
 import json
 import math
+from types import SimpleNamespace
 
 import yaml
 from gpu_generate import LTX23, REPO, Hunyuan15, Wan
@@ -40,12 +43,21 @@ PLANS = {"wan21": Wan, "wan22": Wan, "hunyuan15": Hunyuan15, "ltx23": LTX23}
 
 def video_flop(spec) -> float:
     """FLOP of one video of registry entry `spec` at its generation settings."""
-    total = spec.steps * PLANS[spec.family](spec, "full").step_tflop() * 1e12
-    stage = spec.generation.get("stage_2")
+    return generation_flop(spec.family, json.dumps(spec.generation, sort_keys=True))
+
+
+@functools.cache
+def generation_flop(family: str, generation: str) -> float:
+    """FLOP of one video of `family` at `generation` (JSON) settings."""
+    gen = json.loads(generation)
+    spec = SimpleNamespace(generation=gen)  # all that a full-size plan reads of its entry
+    total = gen["num_inference_steps"] * PLANS[family](spec, "full").step_tflop() * 1e12
+    stage = gen.get("stage_2")
     if stage:
-        gen = spec.generation | {k: 2 * spec.generation[k] for k in ("height", "width")}
-        second = LTX23(dataclasses.replace(spec, generation=gen), "full")
-        call = second.flops["cond+uncond"]  # batch 2 (cond, uncond); the refinement runs one
+        spec.generation = gen | {k: 2 * gen[k] for k in ("height", "width")}
+        call = LTX23(spec, "full").flops[
+            "cond+uncond"
+        ]  # batch 2 (cond, uncond); the refinement runs one
         total += len(stage["sigmas"]) * sum(call.values()) / 2
     return total
 
