@@ -3,6 +3,7 @@ Chromium and one local SLURM per test process; how the tests spread over xdist's
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,12 @@ import yaml
 from tests.support.slurm_cluster import running_cluster
 from tests.support.workflow import EXAMPLES, REPO
 from vgi_models.registry import load_registry
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker more than the cores. Many tests also wait (on SLURM's polls,
+    on the test servers' reply delays); the spare worker keeps every core busy meanwhile."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_collection_modifyitems(items):
