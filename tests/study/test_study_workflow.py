@@ -1,12 +1,12 @@
 """The plan, the status page and the costs on a tiny study run against FakeVLM.
 
-One generated model (`tiny_wan22`) and one whose videos were made elsewhere (`ext`),
-4 instances each, judged by the main judge and a variant, the checkpoints at step 20
-judged and every checkpoint pair labelled, by the stub judge (it nominates no frame for
-round 2, where the plan assumes one per round-1 window until it has judged videos). The
-plan made before the run and the plan made after a first batch (2 videos made, `ext`
-judged) are held against what the run then sent; the GPU seconds predicted from the
-first batch against the rest;
+One generated model (`tiny_wan22`, in 4 denoising steps: checkpoints 1, 2, 4) and one
+whose videos were made elsewhere (`ext`), 4 instances each, judged by the main judge and a
+variant, the checkpoints at step 2 judged and every checkpoint pair labelled, by the stub
+judge (it nominates no frame for round 2, where the plan assumes one per round-1 window
+until it has judged videos). The plan made before the run and the plan made after a first
+batch (2 videos made, `ext` judged) are held against what the run then sent; the GPU
+seconds predicted from the first batch against the rest;
 tables/costs.csv against sums over the documents computed here; the status page in
 Chromium mid-run and after a failed job, its bars against status.csv (screenshots also
 to $VGI_STATUS_SHOTS if set).
@@ -45,7 +45,7 @@ PRICES = {
 }
 
 
-def failing(responder, instance: str, pair=(20, 40)):
+def failing(responder, instance: str, pair=(2, 4)):
     """`responder`, but the label of `pair` on `instance` (known by its input image) is
     outside the schema every time: that call fails after its retries."""
     level = instance.split("_")[1]
@@ -71,16 +71,18 @@ def write_study(tmp: Path, url: str) -> dict:
         write_video(frames, tmp / "videos/sorting" / f"{instance}.mp4", fps=8)
     registry = yaml.safe_load((REPO / "config/models.yaml").read_text(encoding="utf-8"))
     registry["ext"] = {"source": "videos", "videos": str(tmp / "videos")}
+    registry["tiny_wan22"]["generation"]["num_inference_steps"] = 4  # quick: 4 steps
     (tmp / "models.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
     config = default_config(tmp, tasks=["sorting"], levels=[1, 2], subset="full")
     config.update(models=["tiny_wan22", "ext"], model_registry=str(tmp / "models.yaml"))
+    config["denoise"]["steps"] = [1, 2, 4]
     config["judge"] = {
         "enabled": True,
         "model": "fake-a",
         "base_url": url,
         "api_key_env": "FAKE_STUDY_KEY",
         "backoff_initial_s": 0.01,
-        "checkpoints": [20],
+        "checkpoints": [2],
     }
     config["judges"] = {"second": {"model": "fake-b"}}
     config["prices"] = PRICES
@@ -124,7 +126,7 @@ def study(tmp_path_factory, browser):
     out = tmp / "results"
     facts = {"tmp": tmp, "out": out}
     responder = Transitioner(other=Judge(tier=2, violations=[0, 1]))  # nominates nothing
-    responder = failing(responder, INSTANCES[3])  # its 20->40 label: an instance in error
+    responder = failing(responder, INSTANCES[3])  # its 2->4 label: an instance in error
     with FakeVLM(responder, api_key=KEY) as fake:
         config = write_study(tmp, fake.url)
         facts["config"] = config
@@ -296,7 +298,7 @@ def test_status_counts_mid_run_and_at_the_end(study):
         tokens = costs[["input_tokens", "output_tokens"]].sum().sum(axis=1)[model]
         assert end.loc[model, "tokens"] == tokens
     assert "8 generated, 8 judged, 3 labelled, 1 failed, 0 running" in study["log"]
-    assert f"error tiny_wan22 sorting {INSTANCES[3]} (labels): pair 20->40:" in study["log"]
+    assert f"error tiny_wan22 sorting {INSTANCES[3]} (labels): pair 2->4:" in study["log"]
 
 
 def bar_shares(table: pd.DataFrame) -> dict:
@@ -330,7 +332,7 @@ def test_failures_are_shown_with_their_reason_and_rerun_command(study):
     assert status.loc["tiny_wan22", "failed"] == 1
     label, job = errors.itertuples()  # the documents' errors first, then the failed jobs
     assert (label.model, label.instance, label.stage) == ("tiny_wan22", INSTANCES[3], "labels")
-    assert label.reason.startswith("pair 20->40: ")
+    assert label.reason.startswith("pair 2->4: ")
     assert label.rerun.startswith(f"snakemake {out}/tiny_wan22/sorting/transitions --force ")
     assert (job.model, job.task, job.stage) == ("ext", "sorting", "judge")
     assert "401" in job.reason and "a-refused-key" not in job.reason, job.reason
