@@ -1,12 +1,14 @@
 """The sensitivity studies end to end through Snakemake on the test double: a `subset: full`
-run through `all`, then the same run with a line-art and an oracle-prompt condition (their
-folders made by tasks/make_conditions.py) and a second seed added, which reruns nothing
-of the main run."""
+run through `all` (a release of three level-1 instances: two of clock_running, one of
+sorting), then the same run with a line-art and an oracle-prompt condition (their folders
+made by tasks/make_conditions.py) and a second seed added, which reruns nothing of the
+main run."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 
@@ -20,7 +22,7 @@ from tests.support.workflow import EXAMPLES, REPO, default_config, snakemake
 from workflow_scripts.benchmark.instances import select_subset
 
 TASKS = ["clock_running", "sorting"]  # clock_running's oracle prompts: the release's references
-ORACLE = ["clock_running_lv1_001", "sorting_lv1_002"]
+ORACLE = ["clock_running_lv1_001", "sorting_lv1_002"]  # two of the three instances
 
 
 class ByVideo(Judge):
@@ -34,9 +36,18 @@ class ByVideo(Judge):
         return reply
 
 
-def make(kind_, out, *args):
+def release(root):
+    """The bundled examples of TASKS without sorting_lv1_001: three level-1 instances."""
+    for task in TASKS:
+        shutil.copytree(EXAMPLES / task, root / task)
+    for path in (root / "sorting" / "input_image" / "lv1").glob("sorting_lv1_001*"):
+        path.unlink()
+    return root
+
+
+def make(kind_, root, out, *args):
     command = [sys.executable, str(REPO / "tasks" / "make_conditions.py"), kind_]
-    subprocess.run([*command, str(EXAMPLES), str(out), *args], check=True, capture_output=True)
+    subprocess.run([*command, str(root), str(out), *args], check=True, capture_output=True)
 
 
 def stamps(results):
@@ -48,7 +59,8 @@ def stamps(results):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("sensitivity")
-    config = default_config(workdir, tasks=TASKS, levels=[1], subset="full")
+    root = release(workdir / "release")
+    config = default_config(workdir, root=str(root), tasks=TASKS, levels=[1], subset="full")
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
     registry["tiny_wan22"]["generation"]["num_inference_steps"] = 2  # quick: 2 steps
     (workdir / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
@@ -67,32 +79,26 @@ def runs(tmp_path_factory):
             for name in ("final_by_domain_level", "subset_stability")
         }
 
-        make("line-art", workdir / "lineart", "--tasks", *TASKS)
+        make("line-art", root, workdir / "lineart", "--tasks", *TASKS)
         solutions = workdir / "solutions.yaml"
-        solutions.write_text(
-            "".join(
-                f"sorting_lv1_00{n}: [Pick the tallest bar., Move it to the right end.]\n"
-                for n in (1, 2)
-            )
-        )
-        make("oracle", workdir / "oracle", "--tasks", *TASKS, "--solutions", str(solutions))
+        steps = "[Pick the tallest bar., Move it to the right end.]"
+        solutions.write_text(f"sorting_lv1_002: {steps}\n")
+        make("oracle", root, workdir / "oracle", "--tasks", *TASKS, "--solutions", str(solutions))
         config["conditions"] = {
             "lineart": {"images": str(workdir / "lineart"), "tasks": ["sorting"]},
             "oracle": {"prompts": str(workdir / "oracle"), "instances": ORACLE},
         }
         config["seeds"] = [0, 1]
-        dry = snakemake(workdir, config, "-n")
-        assert dry.returncode == 0, dry.stdout[-3000:]
-        out["dry"] = dry.stdout
         second = snakemake(workdir, config)
         assert second.returncode == 0, second.stdout[-3000:]
+        out["log"] = second.stdout
         out["after"] = stamps(workdir / "results")
     return out
 
 
 def test_adding_conditions_and_a_seed_reruns_nothing_of_the_main_run(runs):
-    dry = runs["dry"]
-    generated = [line for line in dry.splitlines() if "output:" in line and "video.mp4" in line]
+    log = runs["log"]  # the second run's: each job it ran, with its outputs
+    generated = [line for line in log.splitlines() if "output:" in line and "video.mp4" in line]
     keys = {line.split("/results/")[1].split("/")[0] for line in generated}
     assert keys == {
         "tiny_wan22@seed1",
@@ -109,7 +115,7 @@ def test_conditions_table_compares_each_condition_with_default_on_its_instances(
     table = pd.read_csv(results / "tables" / "conditions.csv")
     assert table.columns[:2].tolist() == ["model", "condition"]
     assert table["condition"].tolist() == ["default", "lineart", "oracle"]
-    assert table["n"].tolist() == [4, 2, 2] and table["n_paired"].tolist()[1:] == [2, 2]
+    assert table["n"].tolist() == [3, 1, 2] and table["n_paired"].tolist()[1:] == [1, 2]
 
     def finals(key, task="*"):  # each instance's mean over seeds 0 (plain key) and 1
         found = {}
@@ -146,14 +152,14 @@ def test_tables_average_seeds_and_split_their_variance(runs):
         for key in ("tiny_wan22", "tiny_wan22@seed1")
         for p in results.glob(f"{key}/*/judge/*/score.json")
     ]
-    assert len(finals) == 8 and overall["n"].item() == 4  # 4 instances, each over 2 seeds
-    assert overall["final"].item() == pytest.approx(sum(finals) / 8)
+    assert len(finals) == 6 and overall["n"].item() == 3  # 3 instances, each over 2 seeds
+    assert overall["final"].item() == pytest.approx(sum(finals) / 6)
     variance = pd.read_csv(results / "tables" / "seed_variance.csv").set_index("model")
     got = variance.loc["tiny_wan22"]
-    assert (got.seeds, got.n) == (2, 4)
+    assert (got.seeds, got.n) == (2, 3)
     assert got.share_seed + got.share_instance == pytest.approx(1.0) or pd.isna(got.share_seed)
     errors = pd.read_csv(results / "tables" / "errors.csv").set_index("model")
-    assert errors.loc["tiny_wan22", "selected"] == 8  # every seed's video counted
+    assert errors.loc["tiny_wan22", "selected"] == 6  # every seed's video counted
 
 
 def test_subset_stability_half_column_is_the_mean_over_the_selected_ids(runs):
@@ -161,13 +167,13 @@ def test_subset_stability_half_column_is_the_mean_over_the_selected_ids(runs):
     table = runs["tables_main"]["subset_stability"]
     selected = pd.read_csv(results / "instances" / "selected.csv", dtype={"id": str})
     half = select_subset(selected.set_index("instance"), "half", 0).index
-    assert len(selected) == 4 and len(half) == 2
+    assert len(selected) == 3 and len(half) == 2  # one a (task, level): a proper subset
     main = {  # the first run's scores (seed 0 only): tables_main was read before seeds
         p.parent.name: json.loads(p.read_text())["final"]
         for p in results.glob("tiny_wan22/*/judge/*/score.json")
     }
     row = table[(table.model == "tiny_wan22") & (table.level == "avg")].iloc[0]
     assert row.final_half == pytest.approx(sum(main[i] for i in half) / 2)
-    assert row.final_full == pytest.approx(sum(main.values()) / 4)
+    assert row.final_full == pytest.approx(sum(main.values()) / 3)
     assert row.difference == pytest.approx(row.final_half - row.final_full)
-    assert bool(row.ranks_agree) and row.n_half == 2 and row.n_full == 4
+    assert bool(row.ranks_agree) and row.n_half == 2 and row.n_full == 3
