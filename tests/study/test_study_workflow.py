@@ -1,7 +1,7 @@
 """The plan, the status page and the costs on a tiny study run against FakeVLM.
 
 One generated model (`tiny_wan22`, in 4 denoising steps: checkpoints 1, 2, 4) and one
-whose videos were made elsewhere (`ext`), 3 instances each, judged by the main judge and a
+whose videos were made elsewhere (`ext`), 4 instances each, judged by the main judge and a
 variant, the checkpoints at step 2 judged and every checkpoint pair labelled, by the stub
 judge (it nominates no frame for round 2, where the plan assumes one per round-1 window
 until it has judged videos). The plan made before the run and the plan made after a first
@@ -37,7 +37,7 @@ from vgi_models.video import write_video
 from workflow_scripts.judge.frames import encode_image
 
 KEY = "test-key-7d1e0b"
-INSTANCES = ["sorting_lv1_001", "sorting_lv1_002", "sorting_lv2_001"]  # sorting_lv2_002 left out
+INSTANCES = [f"sorting_lv{level}_00{n}" for level in (1, 2) for n in (1, 2)]
 PRICES = {
     "currency": "USD",
     "gpu_hour": 2.0,
@@ -69,16 +69,11 @@ def write_study(tmp: Path, url: str) -> dict:
         frames[:, :, 4 * k : 4 * k + 3] = 250
         (tmp / "videos/sorting").mkdir(parents=True, exist_ok=True)
         write_video(frames, tmp / "videos/sorting" / f"{instance}.mp4", fps=8)
-    shutil.copytree(REPO / "tasks/examples/sorting", tmp / "release/sorting")  # INSTANCES alone
-    for path in (tmp / "release/sorting/input_image/lv2").glob("sorting_lv2_002*"):
-        path.unlink()
     registry = yaml.safe_load((REPO / "config/models.yaml").read_text(encoding="utf-8"))
     registry["ext"] = {"source": "videos", "videos": str(tmp / "videos")}
     registry["tiny_wan22"]["generation"]["num_inference_steps"] = 4  # quick: 4 steps
     (tmp / "models.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
-    config = default_config(
-        tmp, root=str(tmp / "release"), tasks=["sorting"], levels=[1, 2], subset="full"
-    )
+    config = default_config(tmp, tasks=["sorting"], levels=[1, 2], subset="full")
     config.update(models=["tiny_wan22", "ext"], model_registry=str(tmp / "models.yaml"))
     config["denoise"]["steps"] = [1, 2, 4]
     config["judge"] = {
@@ -131,7 +126,7 @@ def study(tmp_path_factory, browser):
     out = tmp / "results"
     facts = {"tmp": tmp, "out": out}
     responder = Transitioner(other=Judge(tier=2, violations=[0, 1]))  # nominates nothing
-    responder = failing(responder, INSTANCES[2])  # its 2->4 label: an instance in error
+    responder = failing(responder, INSTANCES[3])  # its 2->4 label: an instance in error
     with FakeVLM(responder, api_key=KEY) as fake:
         config = write_study(tmp, fake.url)
         facts["config"] = config
@@ -217,25 +212,25 @@ def test_the_plan_learns_its_calls_from_the_first_judged_task(study):
         assert plan.loc[model, "calls_left"] > 1.10 * calls  # round 2 assumed, none made
         assert abs(after - calls) <= 0.03 * calls
     assert study["sent_batch"]["ext"] > 0 and study["sent_batch"]["tiny_wan22"] == 0
-    assert plan.loc["tiny_wan22", "videos_left"] == 3 and plan.loc["ext", "videos_left"] == 0
-    assert plan.loc["ext", "gpu_hours_left"] == 0 and plan.loc["ext", "videos_done"] == 3
+    assert plan.loc["tiny_wan22", "videos_left"] == 4 and plan.loc["ext", "videos_left"] == 0
+    assert plan.loc["ext", "gpu_hours_left"] == 0 and plan.loc["ext", "videos_done"] == 4
     assert plan.loc["total", "calls_left"] == plan.loc[["tiny_wan22", "ext"], "calls_left"].sum()
-    # registry runtime 15 min a video before any was made: 3 x 0.25 h at 2.0 an hour
-    assert plan.loc["tiny_wan22", "gpu_hours_left"] == 0.75
+    # registry runtime 15 min a video before any was made: 4 x 0.25 h at 2.0 an hour
+    assert plan.loc["tiny_wan22", "gpu_hours_left"] == 1.0
 
 
 def test_gpu_seconds_predicted_from_a_first_batch(study):
     """The plan after the first 2 videos: their mean seconds for each video left (the
-    registry's 15 minutes no longer used), held against the last video's seconds."""
+    registry's 15 minutes no longer used), held against the last 2 videos' seconds."""
     out, batch = study["out"], study["plan_batch"]
     assert batch.loc["tiny_wan22", "videos_done"] == 2
     made = [seconds(json.loads((out / "tiny_wan22/sorting" / i / "generation.json").read_text()))
             for i in INSTANCES]  # fmt: skip
     predicted = batch.loc["tiny_wan22", "gpu_hours_left"] * 3600
-    assert predicted == pytest.approx(len(made[2:]) * np.mean(made[:2]), abs=0.2)  # 4 digits
+    assert predicted == pytest.approx(2 * np.mean(made[:2]), abs=0.2)  # hours to 4 digits
     spent = sum(made[2:])
     each = ", ".join(f"{x:.1f}" for x in made)
-    print(f"GPU s of the last video: predicted {predicted:.1f}, spent {spent:.1f} ({each})")
+    print(f"GPU s of the last 2 videos: predicted {predicted:.1f}, spent {spent:.1f} ({each})")
     assert spent / 4 <= predicted <= 4 * spent  # tiny CPU jobs on a shared, loaded machine
 
 
@@ -291,10 +286,10 @@ def test_status_counts_mid_run_and_at_the_end(study):
     mid, end = study["mid"], study["status"].set_index("model")
     assert mid["running"].iloc[-1] >= 1 and "tiny_wan22" in study["mid_page"]
     assert "Running now" in study["mid_page"] and "Generation left" in study["mid_page"]
-    for model, labelled, failed in (("tiny_wan22", 2, 1), ("ext", 0, 0)):
+    for model, labelled, failed in (("tiny_wan22", 3, 1), ("ext", 0, 0)):
         row = end.loc[model]
         assert (row["videos"], row["generated"], row["judged"], row["labelled"]) == (
-            3, 3, 3, labelled)  # fmt: skip
+            4, 4, 4, labelled)  # fmt: skip
         assert (row["failed"], row["running"], row["hours_left"]) == (failed, 0, 0)
     assert end.loc["total", "calls"] == study["requests"]
     costs = study["costs"].groupby("model")
@@ -302,8 +297,8 @@ def test_status_counts_mid_run_and_at_the_end(study):
         assert end.loc[model, "cost"] == pytest.approx(costs["cost"].sum()[model], abs=1e-5)
         tokens = costs[["input_tokens", "output_tokens"]].sum().sum(axis=1)[model]
         assert end.loc[model, "tokens"] == tokens
-    assert "6 generated, 6 judged, 2 labelled, 1 failed, 0 running" in study["log"]
-    assert f"error tiny_wan22 sorting {INSTANCES[2]} (labels): pair 2->4:" in study["log"]
+    assert "8 generated, 8 judged, 3 labelled, 1 failed, 0 running" in study["log"]
+    assert f"error tiny_wan22 sorting {INSTANCES[3]} (labels): pair 2->4:" in study["log"]
 
 
 def bar_shares(table: pd.DataFrame) -> dict:
@@ -316,7 +311,7 @@ def bar_shares(table: pd.DataFrame) -> dict:
 
 def test_the_status_bars_are_the_shares_of_status_csv(study):
     """Each bar's rendered width, over its frame's, is the share status.csv gives: after
-    the failed rerun (every video made, `ext`'s judgement failed, 2 of 3 labelled) and
+    the failed rerun (every video made, `ext`'s judgement failed, 3 of 4 labelled) and
     mid-run (the snapshots whose page and status.csv were the same write)."""
     pages = [(study["failed"], study["failed_bars"]), *study["mid_bars"]]
     assert len(pages) >= 2
@@ -326,7 +321,7 @@ def test_the_status_bars_are_the_shares_of_status_csv(study):
         for model, column, width in bars:
             assert width == pytest.approx(shares[model, column], abs=0.01), (model, column)
     final = {(model, column): round(width, 2) for model, column, width in study["failed_bars"]}
-    assert final["ext", "judged"] == 0 and final["tiny_wan22", "labelled"] == 0.67
+    assert final["ext", "judged"] == 0 and final["tiny_wan22", "labelled"] == 0.75
     assert final["total", "generated"] == 1
 
 
@@ -336,7 +331,7 @@ def test_failures_are_shown_with_their_reason_and_rerun_command(study):
     assert status.loc["ext", "failed"] == 1 and status.loc["ext", "judged"] == 0
     assert status.loc["tiny_wan22", "failed"] == 1
     label, job = errors.itertuples()  # the documents' errors first, then the failed jobs
-    assert (label.model, label.instance, label.stage) == ("tiny_wan22", INSTANCES[2], "labels")
+    assert (label.model, label.instance, label.stage) == ("tiny_wan22", INSTANCES[3], "labels")
     assert label.reason.startswith("pair 2->4: ")
     assert label.rerun.startswith(f"snakemake {out}/tiny_wan22/sorting/transitions --force ")
     assert (job.model, job.task, job.stage) == ("ext", "sorting", "judge")
