@@ -19,10 +19,10 @@ import random
 import shutil
 from pathlib import Path
 
-import numpy as np
 from PIL import Image, ImageDraw
 
-from vgi_models.video import write_video
+from tests.support import videos
+from tests.support.videos import clip
 
 INSTANCES = {
     "maze_square": ["maze_square_lv1_001", "maze_square_lv1_002"],
@@ -120,16 +120,7 @@ def break_release(root: Path) -> dict[str, str]:
     }
 
 
-def write_videos(folder: Path, prefix: str | None = None) -> list[Path]:
+def write_videos(folder: Path, prefix: str | None = None) -> Path:
     """One 9-frame clip per instance in the official eval_res layout under `folder`."""
-    paths = []
-    for task, instances in INSTANCES.items():
-        for n, instance in enumerate(instances):
-            name = f"{prefix}_{instance}.mp4" if prefix else f"{instance}.mp4"
-            frames = np.full((9, 32, 64, 3), 40 * n + 30, np.uint8)
-            frames[:, :, : 8 * (n + 1)] = 200  # instances differ
-            path = folder / task / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_video(frames, path, fps=8)
-            paths.append(path)
-    return paths
+    clips = {i: clip(n, grey=40 * n + 30) for ids in INSTANCES.values() for n, i in enumerate(ids)}
+    return videos.write_videos(folder, clips, prefix)

@@ -12,19 +12,21 @@ from tests.support.workflow import default_config
 from vgi_models.video import write_video
 
 
-def clip(n: int) -> np.ndarray:
-    """9 frames of 32x64 (one judge window at 8 fps): a flat grey with a white bar n + 1
+def clip(n: int, grey: int = 30) -> np.ndarray:
+    """9 frames of 32x64 (one judge window at 8 fps): a flat `grey` with a white bar n + 1
     eighths wide, so that clips of different n differ (the judge cache takes equal ones
     for one)."""
-    frames = np.full((9, 32, 64, 3), 30, np.uint8)
+    frames = np.full((9, 32, 64, 3), grey, np.uint8)
     frames[:, :, : 8 * (n + 1)] = 200
     return frames
 
 
-def write_videos(folder: Path, videos: dict[str, np.ndarray]) -> Path:
-    """Each instance's frames as `<folder>/<task>/<instance>.mp4` at 8 fps; returns `folder`."""
+def write_videos(folder: Path, videos: dict[str, np.ndarray], prefix: str | None = None) -> Path:
+    """Each instance's frames as `<folder>/<task>/[<prefix>_]<instance>.mp4` at 8 fps;
+    returns `folder`."""
     for instance, frames in videos.items():
-        write_video(frames, folder / instance.rsplit("_lv", 1)[0] / f"{instance}.mp4", fps=8)
+        name = f"{prefix}_{instance}.mp4" if prefix else f"{instance}.mp4"
+        write_video(frames, folder / instance.rsplit("_lv", 1)[0] / name, fps=8)
     return folder
 
 
