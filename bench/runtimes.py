@@ -25,10 +25,9 @@ tree on the meta device is most of the run).
 from __future__ import annotations
 
 import argparse
-import functools
+import dataclasses
 import json
 import math
-from types import SimpleNamespace
 
 import yaml
 from gpu_generate import LTX23, REPO, Hunyuan15, Wan
@@ -39,27 +38,23 @@ GPUS = {"H20": 148e12, "H100/H200": 989e12}  # dense bf16 FLOP/s (NVIDIA datashe
 OVERHEAD_MIN = {"H20": 30, "H100/H200": 15}
 UTILISATION, MARGIN, ROUND_TO = 0.5, 1.5, 10
 PLANS = {"wan21": Wan, "wan22": Wan, "hunyuan15": Hunyuan15, "ltx23": LTX23}
+_FLOP: dict[tuple[str, str], float] = {}  # (family, generation settings as JSON) -> FLOP
 
 
 def video_flop(spec) -> float:
-    """FLOP of one video of registry entry `spec` at its generation settings."""
-    return generation_flop(spec.family, json.dumps(spec.generation, sort_keys=True))
-
-
-@functools.cache
-def generation_flop(family: str, generation: str) -> float:
-    """FLOP of one video of `family` at `generation` (JSON) settings."""
-    gen = json.loads(generation)
-    spec = SimpleNamespace(generation=gen)  # all that a full-size plan reads of its entry
-    total = gen["num_inference_steps"] * PLANS[family](spec, "full").step_tflop() * 1e12
-    stage = gen.get("stage_2")
-    if stage:
-        spec.generation = gen | {k: 2 * gen[k] for k in ("height", "width")}
-        call = LTX23(spec, "full").flops[
-            "cond+uncond"
-        ]  # batch 2 (cond, uncond); the refinement runs one
-        total += len(stage["sigmas"]) * sum(call.values()) / 2
-    return total
+    """FLOP of one video of registry entry `spec` at its generation settings, counted once
+    per family and settings."""
+    key = (spec.family, json.dumps(spec.generation, sort_keys=True))
+    if key not in _FLOP:
+        total = spec.steps * PLANS[spec.family](spec, "full").step_tflop() * 1e12
+        stage = spec.generation.get("stage_2")
+        if stage:
+            gen = spec.generation | {k: 2 * spec.generation[k] for k in ("height", "width")}
+            second = LTX23(dataclasses.replace(spec, generation=gen), "full")
+            call = second.flops["cond+uncond"]  # batch 2 (cond, uncond); the refinement runs one
+            total += len(stage["sigmas"]) * sum(call.values()) / 2
+        _FLOP[key] = total
+    return _FLOP[key]
 
 
 def minutes(flop: float, gpu: str) -> int:
