@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,18 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tasks" / "examples"
+
+
+def examples_without(root: Path, tasks: list[str], *instances: str) -> Path:
+    """A copy of the bundled examples' `tasks` under `root` without `instances` (their input
+    images and ground truths), for a study of fewer instances."""
+    for task in tasks:
+        shutil.copytree(EXAMPLES / task, root / task)
+    for instance in instances:
+        task, level = re.fullmatch(r"(.+)_lv(\d+)_\d+", instance).groups()
+        for path in (root / task / "input_image" / f"lv{level}").glob(f"{instance}*"):
+            path.unlink()
+    return root
 
 
 def default_config(workdir: Path, **benchmark) -> dict:

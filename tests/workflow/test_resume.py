@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import yaml
 
 from tests.support.fake_vlm import FakeVLM, Received
 from tests.support.scripted_judge import Judge
-from tests.support.workflow import EXAMPLES, REPO, default_config, snakemake
+from tests.support.workflow import REPO, default_config, examples_without, snakemake
 
 DELAY = 0.5  # seconds per judge reply: judging takes a few seconds a video
 TASKS = ["sorting", "maze_square"]  # two judge jobs
@@ -107,10 +106,7 @@ class DistinctJudge(Judge):
 
 def test_a_killed_run_resumes_without_redoing_videos_or_paying_a_call_twice(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_VLM_KEY", "test-key")
-    root = tmp_path / "release"
-    for task in TASKS:
-        shutil.copytree(EXAMPLES / task, root / task)
-    (root / "maze_square" / "input_image" / "lv1" / "maze_square_lv1_002.png").unlink()
+    root = examples_without(tmp_path / "release", TASKS, "maze_square_lv1_002")
     config = default_config(tmp_path, root=str(root), tasks=TASKS, levels=[1], subset="full")
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
     registry["tiny_wan22"]["generation"]["num_inference_steps"] = STEPS

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
 
@@ -18,7 +17,7 @@ import yaml
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner, kind
-from tests.support.workflow import EXAMPLES, REPO, default_config, snakemake
+from tests.support.workflow import REPO, default_config, examples_without, snakemake
 from workflow_scripts.benchmark.instances import select_subset
 
 TASKS = ["clock_running", "sorting"]  # clock_running's oracle prompts: the release's references
@@ -36,15 +35,6 @@ class ByVideo(Judge):
         return reply
 
 
-def release(root):
-    """The bundled examples of TASKS without sorting_lv1_001: three level-1 instances."""
-    for task in TASKS:
-        shutil.copytree(EXAMPLES / task, root / task)
-    for path in (root / "sorting" / "input_image" / "lv1").glob("sorting_lv1_001*"):
-        path.unlink()
-    return root
-
-
 def make(kind_, root, out, *args):
     command = [sys.executable, str(REPO / "tasks" / "make_conditions.py"), kind_]
     subprocess.run([*command, str(root), str(out), *args], check=True, capture_output=True)
@@ -59,7 +49,7 @@ def stamps(results):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("sensitivity")
-    root = release(workdir / "release")
+    root = examples_without(workdir / "release", TASKS, "sorting_lv1_001")  # 3 instances
     config = default_config(workdir, root=str(root), tasks=TASKS, levels=[1], subset="full")
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
     registry["tiny_wan22"]["generation"]["num_inference_steps"] = 2  # quick: 2 steps
