@@ -70,3 +70,12 @@ def browser():
     driver = webdriver.Chrome(options=options, service=Service(driver_path))
     yield driver
     driver.quit()
+
+
+@pytest.fixture(autouse=True)
+def blank_page_after(request):
+    """After a test that used the browser, a blank page: a page left open (looping videos,
+    the status page reloading itself) would take the CPU from every later test."""
+    yield
+    if "browser" in request.fixturenames:
+        request.getfixturevalue("browser").get("about:blank")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.support.workflow import REPO
+from tests.support.workflow import REPO, snakemake_cli
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
@@ -164,31 +164,42 @@ def _names_cores(argv: list[str]) -> bool:
 
 
 def _run(command: Command, tmp_root) -> subprocess.CompletedProcess | str:
-    """Run `command` in a fresh copy of the repository: the result, or why it did not run."""
+    """Run `command` in a fresh copy of the repository: the result, or why it did not run.
+    A `snakemake` command runs through Snakemake's command line in this process (the
+    console script's own entry), a `python -m` one as a child process."""
     argv = list(command.argv)
     if _would_run_jobs(argv):
         if not _names_cores(argv):
             return "Error: cores have to be specified for local execution (as a real run stops)"
         argv.insert(1, "-n")
-    if argv[:2] == ["python", "-m"]:
-        argv[0] = sys.executable
     copy = tmp_root / re.sub(r"\W+", "_", command.text)[:80]
     shutil.copytree(REPO, copy, ignore=LEFT_OUT)
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
     env |= {key: "dummy-key-for-a-dry-run" for key in command.keys}
+    if argv[0] == "snakemake":
+        with pytest.MonkeyPatch.context() as patch:
+            for key in KEY_VARIABLES - env.keys():
+                patch.delenv(key, raising=False)
+            for key in command.keys:
+                patch.setenv(key, env[key])
+            return snakemake_cli(argv[1:], cwd=copy)
     return subprocess.run(
-        argv, cwd=copy, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+        [sys.executable, *argv[1:]], cwd=copy, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    """Every runnable command's outcome, two at a time (each is a separate process)."""
+    """Every runnable command's outcome: the `python -m` ones two at a time (each is a
+    separate process), the `snakemake` ones meanwhile, one after another, here."""
     root = tmp_path_factory.mktemp("docs_commands")
-    runnable = [c for text, c in COMMANDS.items() if text not in NOT_RUN]
+    runnable = {text: c for text, c in COMMANDS.items() if text not in NOT_RUN}
+    children = {text: c for text, c in runnable.items() if c.argv[0] != "snakemake"}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = pool.map(lambda command: _run(command, root), runnable)
-        return dict(zip([c.text for c in runnable], results, strict=True))
+        started = {text: pool.submit(_run, c, root) for text, c in children.items()}
+        done = {text: _run(c, root) for text, c in runnable.items() if text not in children}
+        return done | {text: future.result() for text, future in started.items()}
 
 
 def test_the_documentation_has_commands_and_the_lists_are_current():
