@@ -1,17 +1,18 @@
-"""Every bench/ script runs at its smallest size (`--smoke`, in a child process): it exits 0,
-prints a report, then its figures as one JSON object on the last line. No timing is asserted.
-The scripts are found by glob, so a new one is covered without a line here."""
+"""Every bench/ script runs at its smallest size (`--smoke`, as `python bench/<name>.py` runs
+it, in the test process: tests/support/in_process.py): it exits 0, prints a report, then its
+figures as one JSON object on the last line. No timing is asserted. The scripts are found by
+glob, so a new one is covered without a line here."""
 
 from __future__ import annotations
 
 import importlib
 import json
-import subprocess
-import sys
+import runpy
 from pathlib import Path
 
 import pytest
 
+from tests.support.in_process import run_main
 from tests.support.workflow import REPO
 
 BENCH = REPO / "bench"
@@ -34,8 +35,10 @@ def bench():
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_smoke_run_prints_a_report_then_its_figures(name, tmp_path, bench):
     extra = [arg.format(tmp=tmp_path) for arg in EXTRA.get(name, [])]
-    command = [sys.executable, str(BENCH / f"{name}.py"), "--smoke", *extra]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    script = str(BENCH / f"{name}.py")
+    result = run_main(
+        lambda: runpy.run_path(script, run_name="__main__"), [script, "--smoke", *extra], tmp_path
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     *report, last = result.stdout.splitlines() or [""]
     figures = json.loads(last)

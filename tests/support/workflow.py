@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import yaml
 from snakemake import cli
+
+from tests.support.in_process import run_main
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tasks" / "examples"
@@ -52,38 +50,7 @@ def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedPr
 
 def snakemake_cli(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The `snakemake` command with `argv`, in `cwd`: Snakemake's own command line
-    (`snakemake.cli.main`) run in this process, so the same parse, checks, scheduling and
-    exit status without a new interpreter's imports for each run. Its log and errors, and
-    what its jobs print, end up together in `stdout`, as from a child process with both
-    streams on one pipe."""
-    with tempfile.TemporaryFile("w+", encoding="utf-8", buffering=1) as output:
-        with _both_streams_to(output, cwd):
-            try:
-                cli.main(argv)
-            except SystemExit as exit:
-                code = exit.code
-        output.seek(0)
-        return subprocess.CompletedProcess(["snakemake", *argv], code, output.read(), "")
-
-
-@contextlib.contextmanager
-def _both_streams_to(output, cwd: Path | None):
-    """Python's and the file descriptors' stdout and stderr (a job's too) into `output`, in
-    `cwd`; this process's working directory (Snakemake's `-d` moves it too) back after."""
-    here = os.getcwd()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    os.dup2(output.fileno(), 1)
-    os.dup2(output.fileno(), 2)
-    try:
-        if cwd is not None:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            yield
-    finally:
-        output.flush()
-        for fd, copy in zip((1, 2), saved, strict=True):
-            os.dup2(copy, fd)
-            os.close(copy)
-        os.chdir(here)
+    (`snakemake.cli.main`) in this process (tests/support/in_process.py), so the same parse,
+    checks, scheduling and exit status without a new interpreter's imports for each run.
+    Its log and errors, and what its jobs print, end up together in `stdout`."""
+    return run_main(lambda: cli.main(argv), ["snakemake", *argv], cwd, merged=True)

@@ -6,6 +6,7 @@ import json
 import shutil
 import zipfile
 from itertools import pairwise
+from pathlib import Path
 
 import decord
 import pandas as pd
@@ -135,40 +136,40 @@ def test_bad_input_is_reported_all_at_once_and_no_job_runs(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_editing_one_model_reruns_only_its_jobs(tmp_path):
-    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
-    registry = {
-        "tiny_a": registry["tiny_wan22"],
-        "tiny_b": json.loads(json.dumps(registry["tiny_wan22"])),
-    }
-    registry_path = tmp_path / "models.yaml"
-    registry_path.write_text(yaml.safe_dump(registry))
-    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])
-    config["models"], config["model_registry"] = ["tiny_a", "tiny_b"], str(registry_path)
-    assert snakemake(tmp_path, config).returncode == 0
-    videos = {m: next((tmp_path / "results" / m).glob("maze_square/*/video.mp4")) for m in registry}
-    before = {m: v.stat().st_mtime_ns for m, v in videos.items()}
+FAMILIES = ["tiny_wan21", "tiny_hunyuan15", "tiny_ltx23", "tiny_vbvr_wan22", "tiny_vbvr_ltx23"]
+PROMPT = 'Move the dot\'s "path" $(echo no) `id` {instance} {{x}} 100%\nthen stop; & | >'
 
-    registry["tiny_b"]["generation"]["guidance_scale"] = 5.0
-    registry_path.write_text(yaml.safe_dump(registry))
-    dry = snakemake(tmp_path, config, "-n")
-    assert "model=tiny_b" in dry.stdout and "model=tiny_a" not in dry.stdout
-    result = snakemake(tmp_path, config)
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    """tiny_wan22 and every other family through rule `generate` in one run on maze_square's
+    level-1 instance, by shell entries given awkward text and paths: a prompt with quotes,
+    `$`, braces and a newline, and spaces, `$` and quotes in the paths (braces too in the
+    registry's). Returns the workdir, the config and the outdir."""
+    workdir = tmp_path_factory.mktemp("families")
+    folder = workdir / "a dir $HOME 'q'"
+    root = folder / "bench"
+    shutil.copytree(REPO / "tasks" / "examples" / "maze_square", root / "maze_square")
+    (root / "maze_square/prompt/video_gen_prompt/maze_square.txt").write_text(PROMPT)
+    registry = folder / "models {m}.yaml"
+    shutil.copy(REPO / "config" / "models.yaml", registry)
+    config = default_config(workdir, root=str(root), tasks=["maze_square"], levels=[1])
+    config["models"] = ["tiny_wan22", *FAMILIES]
+    config["model_registry"], config["outdir"] = str(registry), str(folder / "out $x")
+    result = snakemake(workdir, config, "generate_all")
     assert result.returncode == 0, result.stdout[-3000:]
-    assert videos["tiny_a"].stat().st_mtime_ns == before["tiny_a"]
-    assert videos["tiny_b"].stat().st_mtime_ns > before["tiny_b"]
-    meta = json.loads((videos["tiny_b"].parent / "generation.json").read_text())
-    assert meta["settings"]["generation"]["guidance_scale"] == 5.0
+    return workdir, config, folder / "out $x"
 
 
-def test_every_family_runs_through_the_generate_rule(tmp_path):
-    models = ["tiny_wan21", "tiny_hunyuan15", "tiny_ltx23", "tiny_vbvr_wan22", "tiny_vbvr_ltx23"]
-    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])
-    config["models"] = models
-    result = snakemake(tmp_path, config, "generate_all")
-    assert result.returncode == 0, result.stdout[-3000:]
-    for model in models:
-        (run,) = (tmp_path / "results" / model / "maze_square").iterdir()
+def the_run(outdir, model):
+    (run,) = (outdir / model / "maze_square").iterdir()
+    return run
+
+
+def test_every_family_runs_through_the_generate_rule(families):
+    outdir = families[2]
+    for model in FAMILIES:
+        run = the_run(outdir, model)
         meta = json.loads((run / "generation.json").read_text())
         frames = len(decord.VideoReader(str(run / "video.mp4")))
         assert frames == meta["frames"] == 9
@@ -180,24 +181,31 @@ def test_every_family_runs_through_the_generate_rule(tmp_path):
             assert all(c["layers"] > 0 for c in lora["components"].values())
 
 
-def test_shell_entries_pass_awkward_text_and_paths_unchanged(tmp_path):
-    """The per-instance rules are shell commands: a prompt with quotes, `$`, braces and a
-    newline, and spaces, `$` and quotes in the paths (braces too in the registry's) reach
-    the job as they are."""
-    folder = tmp_path / "a dir $HOME 'q'"
-    root = folder / "bench"
-    shutil.copytree(REPO / "tasks" / "examples" / "maze_square", root / "maze_square")
-    prompt = 'Move the dot\'s "path" $(echo no) `id` {instance} {{x}} 100%\nthen stop; & | >'
-    (root / "maze_square/prompt/video_gen_prompt/maze_square.txt").write_text(prompt)
-    registry = folder / "models {m}.yaml"
-    shutil.copy(REPO / "config" / "models.yaml", registry)
-    config = default_config(tmp_path, root=str(root), tasks=["maze_square"], levels=[1])
-    config["model_registry"], config["outdir"] = str(registry), str(folder / "out $x")
-    result = snakemake(tmp_path, config, "generate_all")
-    assert result.returncode == 0, result.stdout[-3000:]
-    (run,) = (folder / "out $x" / "tiny_wan22" / "maze_square").iterdir()
-    assert json.loads((run / "generation.json").read_text())["prompt"] == prompt
+def test_shell_entries_pass_awkward_text_and_paths_unchanged(families):
+    """The per-instance rules are shell commands: the awkward prompt and paths reach the job
+    as they are."""
+    run = the_run(families[2], "tiny_wan22")
+    assert json.loads((run / "generation.json").read_text())["prompt"] == PROMPT
     assert len(decord.VideoReader(str(run / "video.mp4"))) == 9
+
+
+def test_editing_one_model_reruns_only_its_jobs(families):
+    workdir, config, outdir = families
+    models = config["models"]
+    videos = {m: the_run(outdir, m) / "video.mp4" for m in models}
+    before = {m: v.stat().st_mtime_ns for m, v in videos.items()}
+
+    registry_path = Path(config["model_registry"])
+    registry = yaml.safe_load(registry_path.read_text(encoding="utf-8"))
+    registry["tiny_wan21"]["generation"]["guidance_scale"] = 4.0
+    registry_path.write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
+    dry = snakemake(workdir, config, "-n", "generate_all")
+    assert [m for m in models if f"model={m}," in dry.stdout] == ["tiny_wan21"], dry.stdout
+    result = snakemake(workdir, config, "generate_all")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert [m for m in models if videos[m].stat().st_mtime_ns != before[m]] == ["tiny_wan21"]
+    meta = json.loads((videos["tiny_wan21"].parent / "generation.json").read_text())
+    assert meta["settings"]["generation"]["guidance_scale"] == 4.0
 
 
 def test_braces_in_outdir_or_root_name_the_key(tmp_path):
