@@ -1,11 +1,13 @@
 """What reruns and what does not, and how judge service failures end a run (real Snakemake,
-run from a copy of the checkout as a user runs it, against FakeVLM)."""
+run from a copy of the checkout as a user runs it, against FakeVLM): through its command line
+in this test process, and as the `snakemake` and `python -m snakemake` commands where the
+interpreter that starts it is what a test is about."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import pytest
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
 from tests.support.videos import clip, register, write_videos
-from tests.support.workflow import REPO
+from tests.support.workflow import REPO, snakemake_cli
 
 KEY = "test-key-7d1e0b"
 NOTHING = "Nothing to be done"
@@ -47,6 +49,13 @@ def run(cwd: Path, command: list[str], *args: str) -> subprocess.CompletedProces
         text=True,
         timeout=1200,
     )
+
+
+def typed(cwd: Path, command: str) -> subprocess.CompletedProcess:
+    """A documented `snakemake ...` line as a shell splits it, plus `-n`, in `cwd`."""
+    program, *args = shlex.split(command)
+    assert program == "snakemake", command
+    return snakemake_cli([*args, "-n"], cwd=cwd)
 
 
 PYTHON_M = [sys.executable, "-m", "snakemake"]
@@ -97,7 +106,7 @@ def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_p
     ext = ("models=[ext]", f"model_registry={registry}")
     with FakeVLM(Judge(tier=2, violations=[0]), api_key=KEY) as fake:
         args = ("--cores", "1", "judge_all", "--config", four, *ext, judge_config(fake.url))
-        failed = run(repo, CONSOLE, *args)
+        failed = snakemake_cli(list(args), cwd=repo)
         assert failed.returncode != 0
         assert len(fake.requests) == 1 and fake.requests[0].api_key == "a-wrong-key"
         assert not list(repo.glob("results/*/sorting/judge/*/score.json"))
@@ -107,7 +116,7 @@ def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_p
         assert len(videos) == 4  # the judge job waited on every video
 
         monkeypatch.setenv("FAKE_VLM_KEY", KEY)
-        fixed = run(repo, CONSOLE, *args)
+        fixed = snakemake_cli(list(args), cwd=repo)
         assert fixed.returncode == 0, fixed.stdout[-3000:]
     scores = [json.loads(p.read_text()) for p in repo.glob("results/*/sorting/judge/*/score.json")]
     assert [s["status"] for s in scores] == ["ok"] * 4
@@ -118,7 +127,7 @@ def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_p
 def test_judge_enabled_without_its_key_is_an_error_before_any_job(tmp_path, monkeypatch):
     repo = checkout(tmp_path / "repo")
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    result = run(repo, PYTHON_M, "-n", "--config", "judge={enabled: true}")
+    result = snakemake_cli(["-n", "--config", "judge={enabled: true}"], cwd=repo)
     assert result.returncode != 0
     assert "judge.enabled is true, but $GEMINI_API_KEY" in result.stdout
     assert not (repo / "results").exists()
@@ -146,11 +155,10 @@ def test_readme_config_examples_run_as_written(tmp_path, monkeypatch):
     shutil.copytree(REPO / "tasks" / "examples", repo / "VGI-Bench" / "bench_data")
     shutil.copy(REPO / "tasks" / "task_names.yaml", repo / "VGI-Bench" / "task_names.yaml")
     monkeypatch.setenv("VLLM_KEY", "not-used-in-a-dry-run")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     commands = readme_commands("--config ")
     assert len(commands) >= 4, commands
     for command in commands:
-        result = run(repo, ["bash", "-c", f"{command} -n"])
+        result = typed(repo, command)
         assert result.returncode == 0, (command, result.stdout[-3000:])
         assert "This was a dry-run" in result.stdout, command
         if "judge='{enabled: true" in command:
@@ -163,11 +171,10 @@ def test_readme_target_examples_run_as_written(tmp_path, monkeypatch):
     for that target."""
     repo = checkout(tmp_path / "repo")
     monkeypatch.setenv("GEMINI_API_KEY", "not-used-in-a-dry-run")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     commands = [command for command in readme_commands("results/") if "--report" not in command]
     assert len(commands) >= 3, commands
     for command in commands:
-        result = run(repo, ["bash", "-c", f"{command} -n"])
+        result = typed(repo, command)
         assert result.returncode == 0, (command, result.stdout[-3000:])
         rule = "judge" if command.split()[3].endswith("/judge") else "generate"
         assert re.search(rf"^{rule}\s+1$", result.stdout, re.M), (command, result.stdout[-3000:])
@@ -182,7 +189,7 @@ def test_readme_target_examples_run_as_written(tmp_path, monkeypatch):
 )
 def test_a_config_error_names_the_key_in_a_few_lines(tmp_path, override, says):
     repo = checkout(tmp_path / "repo")
-    result = run(repo, PYTHON_M, "-n", "--config", override)
+    result = snakemake_cli(["-n", "--config", override], cwd=repo)
     assert result.returncode != 0
     assert all(part in result.stdout for part in says), result.stdout
     assert len(result.stdout.splitlines()) <= 12, result.stdout
@@ -191,6 +198,6 @@ def test_a_config_error_names_the_key_in_a_few_lines(tmp_path, override, says):
 def test_a_target_outside_the_selection_is_named(tmp_path):
     repo = checkout(tmp_path / "repo")
     target = "results/tiny_wan22/maze_square/maze_square_lv1_002/video.mp4"  # not in half
-    result = run(repo, PYTHON_M, "-n", target, "--forcerun", "generate")
+    result = snakemake_cli(["-n", target, "--forcerun", "generate"], cwd=repo)
     assert result.returncode != 0
     assert "maze_square_lv1_002 is not one of this run's selected instances" in result.stdout
