@@ -20,7 +20,6 @@ the warm-up (`--models tiny_hunyuan15 --repeats 1 --inference-steps 4 --no-warm-
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import sys
@@ -105,8 +104,7 @@ def main() -> None:
     for key in args.models:
         spec = specs[key]
         if args.inference_steps:
-            steps = {"num_inference_steps": args.inference_steps}
-            spec = dataclasses.replace(spec, generation=spec.generation | steps)
+            spec = spec.with_generation(num_inference_steps=args.inference_steps)
         t = measure(spec, args.repeats, not args.no_warm_up)
         results[key] = {
             "plain_s": round(t["plain"], 4),

@@ -21,7 +21,6 @@ steps, no warm-up; the Wan2.2 720p state at its full size, written once
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import sys
@@ -62,10 +61,7 @@ def tiny_families(folder: Path, models: list[str], steps: int | None, warm_up: b
     specs = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
     if steps:
         specs = {
-            key: dataclasses.replace(
-                spec, generation=spec.generation | {"num_inference_steps": steps}
-            )
-            for key, spec in specs.items()
+            key: spec.with_generation(num_inference_steps=steps) for key, spec in specs.items()
         }
     record = [step for step in STEPS if not steps or step <= steps]
     writes = timed_writes()

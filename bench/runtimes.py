@@ -25,7 +25,6 @@ tree on the meta device is most of the run).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 
@@ -49,8 +48,8 @@ def video_flop(spec) -> float:
         total = spec.steps * PLANS[spec.family](spec, "full").step_tflop() * 1e12
         stage = spec.generation.get("stage_2")
         if stage:
-            gen = spec.generation | {k: 2 * spec.generation[k] for k in ("height", "width")}
-            second = LTX23(dataclasses.replace(spec, generation=gen), "full")
+            doubled = {k: 2 * spec.generation[k] for k in ("height", "width")}
+            second = LTX23(spec.with_generation(**doubled), "full")
             call = second.flops["cond+uncond"]  # batch 2 (cond, uncond); the refinement runs one
             total += len(stage["sigmas"]) * sum(call.values()) / 2
         _FLOP[key] = total

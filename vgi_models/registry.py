@@ -7,6 +7,7 @@ the workflow (after checking the file), and a job resolving its run's model (`ru
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ class ModelSpec:
     @property
     def steps(self) -> int:
         return self.generation["num_inference_steps"]
+
+    def with_generation(self, **settings) -> ModelSpec:
+        """The entry with `settings` over its generation settings (a bench's variant)."""
+        return dataclasses.replace(self, generation=self.generation | settings)
 
     def settings(self) -> dict:
         """Everything in the entry that determines a generated video (not how it runs)."""
