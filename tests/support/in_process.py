@@ -18,17 +18,22 @@ from unittest import mock
 
 
 def run_main(
-    main: Callable[[], object], argv: list[str], cwd: Path | None = None, merged: bool = False
+    main: Callable[[], object],
+    argv: list[str],
+    cwd: Path | None = None,
+    merged: bool = False,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """`main()` with `sys.argv` = `argv`, in `cwd`: its exit status (a `SystemExit`'s, 1 on
-    an exception, whose traceback goes to stderr) and its output; with `merged` stderr goes
-    into stdout, as with both streams on one pipe."""
+    """`main()` with `sys.argv` = `argv`, in `cwd`, with the environment `env` (default:
+    this process's): its exit status (a `SystemExit`'s, 1 on an exception, whose traceback
+    goes to stderr) and its output; with `merged` stderr goes into stdout, as with both
+    streams on one pipe."""
     with (
         tempfile.TemporaryFile("w+", encoding="utf-8", buffering=1) as out,
         tempfile.TemporaryFile("w+", encoding="utf-8", buffering=1) as err,
     ):
         err = out if merged else err
-        with _streams_to(out, err), _state_kept(argv, cwd):
+        with _streams_to(out, err), _state_kept(argv, cwd, env):
             code = _exit_status(main)
         out.seek(0)
         err.seek(0)
@@ -68,11 +73,12 @@ def _streams_to(out, err):
 
 
 @contextlib.contextmanager
-def _state_kept(argv: list[str], cwd: Path | None):
+def _state_kept(argv: list[str], cwd: Path | None, env: dict[str, str] | None):
     here, path = os.getcwd(), list(sys.path)
     threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
     try:
-        with mock.patch.dict(os.environ), mock.patch.object(sys, "argv", list(argv)):
+        environ = mock.patch.dict(os.environ, env or {}, clear=env is not None)
+        with environ, mock.patch.object(sys, "argv", list(argv)):
             if cwd is not None:
                 os.chdir(cwd)
             yield

@@ -48,9 +48,12 @@ def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedPr
     return snakemake_cli([*argv, "--cores", "2", *args])
 
 
-def snakemake_cli(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The `snakemake` command with `argv`, in `cwd`: Snakemake's own command line
-    (`snakemake.cli.main`) in this process (tests/support/in_process.py), so the same parse,
-    checks, scheduling and exit status without a new interpreter's imports for each run.
-    Its log and errors, and what its jobs print, end up together in `stdout`."""
-    return run_main(lambda: cli.main(argv), ["snakemake", *argv], cwd, merged=True)
+def snakemake_cli(
+    argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """The `snakemake` command with `argv`, in `cwd`, with the environment `env` (default:
+    this process's): Snakemake's own command line (`snakemake.cli.main`) in this process
+    (tests/support/in_process.py), so the same parse, checks, scheduling and exit status
+    without a new interpreter's imports for each run. Its log and errors, and what its jobs
+    print, end up together in `stdout`."""
+    return run_main(lambda: cli.main(argv), ["snakemake", *argv], cwd, merged=True, env=env)

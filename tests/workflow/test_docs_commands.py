@@ -163,10 +163,11 @@ def _names_cores(argv: list[str]) -> bool:
     return any(CORES.fullmatch(word) for word in argv[1:])
 
 
-def _run(command: Command, tmp_root) -> subprocess.CompletedProcess | str:
-    """Run `command` in a fresh copy of the repository: the result, or why it did not run.
-    A `snakemake` command runs through Snakemake's command line in this process (the
-    console script's own entry), a `python -m` one as a child process."""
+def _run(command: Command, tmp_root, environ: dict[str, str]) -> subprocess.CompletedProcess | str:
+    """Run `command` in a fresh copy of the repository, with `environ` (no key variables)
+    and its dummy keys: the result, or why it did not run. A `snakemake` command runs
+    through Snakemake's command line in this process (the console script's own entry), a
+    `python -m` one as a child process."""
     argv = list(command.argv)
     if _would_run_jobs(argv):
         if not _names_cores(argv):
@@ -174,15 +175,9 @@ def _run(command: Command, tmp_root) -> subprocess.CompletedProcess | str:
         argv.insert(1, "-n")
     copy = tmp_root / re.sub(r"\W+", "_", command.text)[:80]
     shutil.copytree(REPO, copy, ignore=LEFT_OUT)
-    env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
-    env |= {key: "dummy-key-for-a-dry-run" for key in command.keys}
+    env = environ | {key: "dummy-key-for-a-dry-run" for key in command.keys}
     if argv[0] == "snakemake":
-        with pytest.MonkeyPatch.context() as patch:
-            for key in KEY_VARIABLES - env.keys():
-                patch.delenv(key, raising=False)
-            for key in command.keys:
-                patch.setenv(key, env[key])
-            return snakemake_cli(argv[1:], cwd=copy)
+        return snakemake_cli(argv[1:], cwd=copy, env=env)
     return subprocess.run(
         [sys.executable, *argv[1:]], cwd=copy, env=env, capture_output=True, text=True,
         timeout=120, check=False,
@@ -192,13 +187,15 @@ def _run(command: Command, tmp_root) -> subprocess.CompletedProcess | str:
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
     """Every runnable command's outcome: the `python -m` ones two at a time (each is a
-    separate process), the `snakemake` ones meanwhile, one after another, here."""
+    separate process), the `snakemake` ones meanwhile, one after another, here. The
+    environment is read once, before: a run here sets its own while the children start."""
     root = tmp_path_factory.mktemp("docs_commands")
+    environ = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
     runnable = {text: c for text, c in COMMANDS.items() if text not in NOT_RUN}
     children = {text: c for text, c in runnable.items() if c.argv[0] != "snakemake"}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        started = {text: pool.submit(_run, c, root) for text, c in children.items()}
-        done = {text: _run(c, root) for text, c in runnable.items() if text not in children}
+        started = {text: pool.submit(_run, c, root, environ) for text, c in children.items()}
+        done = {t: _run(c, root, environ) for t, c in runnable.items() if t not in children}
         return done | {text: future.result() for text, future in started.items()}
 
 
