@@ -61,7 +61,8 @@ DefMemPerCPU=1000
 MinJobAge=300
 ReturnToService=2
 GresTypes=gpu
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=8000 Gres=gpu:2 State=UNKNOWN
+SlurmdParameters=config_overrides
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=8 RealMemory=8000 Gres=gpu:2 State=UNKNOWN
 PartitionName=cpu Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=localhost MaxTime=INFINITE State=UP
 """

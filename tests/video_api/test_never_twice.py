@@ -12,7 +12,7 @@ import time
 import yaml
 
 from tests.support.fake_video_api import FakeVideoAPI
-from tests.support.video_api_run import KEY_ENV, api_config, submissions_per_video
+from tests.support.video_api_run import KEY_ENV, MODELS, api_config, submissions_per_video
 from tests.support.workflow import REPO, snakemake
 
 POLLS = 25
@@ -57,13 +57,13 @@ def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch
         result = snakemake(tmp_path, config, "generate_all", "--rerun-incomplete")
         assert result.returncode == 0, result.stdout[-3000:]
         per_video = submissions_per_video(fake)
-        assert len(per_video) == 12 and set(per_video.values()) == {1}
+        assert len(per_video) == 6 * len(MODELS) and set(per_video.values()) == {1}
         logs = (tmp_path / "results" / "logs" / "generate_api").rglob("*.log")
         resumed = [log for log in logs if "resuming operation" in log.read_text()]
         assert len(resumed) == sum(killed)  # every cut-off job waited on its operation again
         again = snakemake(tmp_path, config, "generate_all", "--forcerun", "generate_api")
         assert again.returncode == 0, again.stdout[-3000:]
-        assert len(fake.submissions) == 12  # a forced rerun downloads the same operations
+        assert len(fake.submissions) == 6 * len(MODELS)  # a forced rerun: the same operations
     print(f"\nkilled with {killed} new operations in flight; {len(fake.submissions)} submissions")
 
 

@@ -1,4 +1,4 @@
-"""Both providers through their real SDKs against the HTTP doubles: several polls, a
+"""Every provider through its real SDK against the HTTP doubles: several polls, a
 refusal, a failure, an expired operation, 429s, a retired model; at most one submission
 per instance."""
 
@@ -11,6 +11,7 @@ import imageio.v3 as iio
 import pytest
 
 from tests.support.fake_video_api import FakeVideoAPI
+from tests.support.video_api_run import MODELS, api_entry
 from vgi_models.registry import load_registry
 from workflow_scripts.common.pacing import SharedRateLimit
 from workflow_scripts.video_api.operation import NotResumable, Operation
@@ -19,12 +20,6 @@ from workflow_scripts.video_api.providers import open_provider
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "tasks/examples"
 IMAGE = EXAMPLES / "maze_square/input_image/lv1/maze_square_lv1_001.png"
-ENTRIES = {
-    "veo31": {"source": "api", "provider": "veo", "model_id": "veo-3.1-generate-preview",
-              "api_key_env": "K", "generation": {"aspect_ratio": "16:9", "duration_seconds": 4}},
-    "sora2": {"source": "api", "provider": "sora", "model_id": "sora-2", "api_key_env": "K",
-              "generation": {"size": "1280x720", "seconds": "4"}},
-}  # fmt: skip
 
 
 @pytest.fixture
@@ -33,13 +28,12 @@ def fake():
         yield server
 
 
-def spec(name: str, url: str):
-    base = url if name == "veo31" else f"{url}/v1"
-    return load_registry({name: ENTRIES[name] | {"base_url": base}})[name]
+def spec(name: str, fake):
+    return load_registry({name: api_entry(name, fake)})[name]
 
 
 def run(tmp_path, fake, name, resubmit=False, pace=None):
-    client = open_provider(spec(name, fake.url), fake.api_key, pace)
+    client = open_provider(spec(name, fake), fake.api_key, pace)
     submitted = []
     try:
         operation = Operation(tmp_path / name / "state.json", client, resubmit)
@@ -48,22 +42,22 @@ def run(tmp_path, fake, name, resubmit=False, pace=None):
         client.close()
 
 
-@pytest.mark.parametrize("name", ["veo31", "sora2"])
+@pytest.mark.parametrize("name", MODELS)
 def test_several_polls_then_a_real_video_from_one_submission(tmp_path, fake, name):
     fake.throttle = 2  # the first two requests answered 429: submitted again after the hint
     outcome, submitted = run(tmp_path, fake, name)
     assert outcome.ok and len(submitted) == 1 and len(fake.submissions) == 1
     frames = iio.imread(io.BytesIO(outcome.video), extension=".mp4")
-    assert frames.shape[0] == 4 * fake.fps  # 4 s of video
-    polls = [r for r in fake.requests if r[2] == 200 and ("fetch" in r[1] or r[0] == "GET")]
-    assert len(polls) >= 3 + (name == "sora2")  # running, running, running, done (+ content)
+    assert frames.shape[0] == fake.submissions[0].seconds * fake.fps  # every second asked for
+    answered = [r for r in fake.requests if r[2] == 200]
+    assert len(answered) - 1 >= fake.polls  # the submission, then running... until done
     assert fake.keys == {fake.api_key}
     # a rerun of the finished job downloads the same operation again: no new submission
     again, submitted = run(tmp_path, fake, name)
     assert again.ok and submitted == [] and len(fake.submissions) == 1
 
 
-@pytest.mark.parametrize("name", ["veo31", "sora2"])
+@pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("kind", ["refused", "failed"])
 def test_a_refusal_or_failure_is_an_outcome_with_the_providers_reason(tmp_path, fake, name, kind):
     fake.refuse(IMAGE, kind)
@@ -73,9 +67,9 @@ def test_a_refusal_or_failure_is_an_outcome_with_the_providers_reason(tmp_path, 
         assert "safety filter" in outcome.reason
 
 
-@pytest.mark.parametrize("name", ["veo31", "sora2"])
+@pytest.mark.parametrize("name", MODELS)
 def test_an_expired_operation_is_an_error_and_resubmits_only_when_told(tmp_path, fake, name):
-    client = open_provider(spec(name, fake.url), fake.api_key)
+    client = open_provider(spec(name, fake), fake.api_key)
     operation = Operation(tmp_path / name / "state.json", client)
     operation._submit(IMAGE, "p", lambda op: None)  # submitted, then the job was killed
     client.close()
@@ -97,8 +91,11 @@ def test_a_submission_cut_off_before_its_id_came_back_needs_the_users_word(tmp_p
     assert fake.submissions == []
 
 
-def test_a_wrong_key_fails_without_a_submission_and_is_never_repeated_in_errors(tmp_path, fake):
-    client = open_provider(spec("sora2", fake.url), "wrong-key-123")
+@pytest.mark.parametrize("name", MODELS)
+def test_a_wrong_key_fails_without_a_submission_and_is_never_repeated_in_errors(
+    tmp_path, fake, name
+):
+    client = open_provider(spec(name, fake), "wrong-key-123")
     with pytest.raises(Exception) as error:
         Operation(tmp_path / "s.json", client).run(IMAGE, "p", lambda op: None, 0.01, 5)
     assert "401" in str(error.value) and "wrong-key-123" not in str(error.value)
@@ -108,10 +105,10 @@ def test_a_wrong_key_fails_without_a_submission_and_is_never_repeated_in_errors(
 def test_submissions_go_through_the_shared_pacing_window(tmp_path, fake):
     window = tmp_path / "rate"
     pace = SharedRateLimit(window, requests=60)
-    for name in ("veo31", "sora2"):
+    for name in MODELS:
         run(tmp_path, fake, name, pace=pace)
     counted = [line for line in window.read_text().splitlines() if line.split()[1] == "1"]
-    assert len(counted) == 2  # the two submissions; polls are not counted
+    assert len(counted) == len(MODELS)  # one submission each; polls are not counted
 
 
 def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_path, fake):
@@ -124,9 +121,9 @@ def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_pa
     assert retried.ok and len(submitted) == 1 and len(fake.submissions) == 2
 
 
-@pytest.mark.parametrize("name", ["veo31", "sora2"])
+@pytest.mark.parametrize("name", MODELS)
 def test_429_answers_to_polls_are_waited_out(tmp_path, fake, name):
-    client = open_provider(spec(name, fake.url), fake.api_key)
+    client = open_provider(spec(name, fake), fake.api_key)
     throttle = lambda operation: setattr(fake, "throttle", 3)  # noqa: E731  the next 3 polls
     try:
         operation = Operation(tmp_path / "state.json", client)

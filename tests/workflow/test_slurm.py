@@ -25,7 +25,7 @@ import yaml
 from tests.support.fake_video_api import FakeVideoAPI
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
-from tests.support.video_api_run import KEY_ENV, api_config
+from tests.support.video_api_run import KEY_ENV, MODELS, api_config
 from tests.support.workflow import REPO, default_config, snakemake
 
 SQUEUE = "JobID:6,Partition:6,State:11,Comment:60,tres-per-job:14,NodeList:10"
@@ -188,36 +188,43 @@ def test_a_requeued_generate_job_resumes_where_slurm_cut_it_off(slurm_cluster, t
     assert again.wait() == 0 and "Nothing to be done" in (tmp_path / "run.log").read_text()
 
 
-# A video API job requeued by SLURM mid-wait (`scontrol requeue`) waits on the same operation
-# when SLURM runs it again: one submission.
+# Every provider's video API job requeued by SLURM mid-wait (`scontrol requeue`) waits on
+# the same operation when SLURM runs it again: one submission each.
 def test_a_requeued_api_job_waits_on_the_same_operation(slurm_cluster, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "test-video-key")  # sbatch passes the environment on
     with FakeVideoAPI(polls=100_000) as fake:
-        config = api_config(tmp_path, fake)
+        config = api_config(tmp_path, fake)  # a job per provider, all at once (8 CPUs)
         config["benchmark"] |= {"tasks": ["sorting"], "levels": [1]}
-        config["models"] = ["veo31"]
         before = set(squeue(slurm_cluster))
         process = start(tmp_path, config, "generate_all")
 
         def waiting(_) -> bool:
             assert process.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
-            return len(fake.submissions) == 1 and fake.submissions[0].polls_left < 100_000 - 3
+            ops = fake.submissions
+            return len(ops) == len(MODELS) and all(op.polls_left < 100_000 - 3 for op in ops)
 
         watch(slurm_cluster, waiting, timeout=300)
-        (job,) = set(squeue(slurm_cluster)) - before
-        slurm_cluster.run("scontrol", "requeue", job)
-        watch(slurm_cluster, lambda _: " PENDING " in squeue(slurm_cluster)[job], timeout=120)
-        slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
-        polls = len(fake.requests)
-        while len(fake.requests) == polls:  # the requeued job polls again ...
+        jobs = set(squeue(slurm_cluster)) - before
+        assert len(jobs) == len(MODELS)
+        for job in jobs:
+            slurm_cluster.run("scontrol", "requeue", job)
+        pending = lambda _: all(" PENDING " in squeue(slurm_cluster)[job] for job in jobs)  # noqa: E731
+        watch(slurm_cluster, pending, timeout=120)
+        for job in jobs:
+            slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+        left = {op.id: op.polls_left for op in fake.submissions}
+        while any(op.polls_left == left[op.id] for op in fake.submissions):  # polled again ...
             assert process.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
             time.sleep(0.2)
-        fake.submissions[0].polls_left = 2  # ... and the operation finishes
+        for op in fake.submissions:
+            op.polls_left = 2  # ... and the operations finish
         seen = watch(slurm_cluster, lambda _: process.poll() is not None)
         print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
         assert process.wait() == 0, (tmp_path / "run.log").read_text()[-4000:]
-        assert len(fake.submissions) == 1  # requeued, waited on again, never submitted twice
-        assert set(squeue(slurm_cluster)) - before == {job}
+        assert len(fake.submissions) == len(MODELS)  # requeued, waited on, never paid twice
+        assert set(squeue(slurm_cluster)) - before == jobs
         logs = list((tmp_path / "results" / "logs" / "generate_api").rglob("*.log"))
-        assert "resuming operation" in logs[0].read_text()
-        print(f"submissions: {len(fake.submissions)}; SLURM jobs: {job} (requeued once)")
+        assert len(logs) == len(MODELS) and all(
+            "resuming operation" in log.read_text() for log in logs
+        )
+        print(f"submissions: {len(fake.submissions)}; SLURM jobs: {sorted(jobs)} (requeued once)")

@@ -12,7 +12,9 @@ atomically at each turn:
 3. A `submitting` left behind (the job died while the request was out, so nobody knows
    whether the provider took it) or an operation the provider no longer knows (expired)
    stops the job with a message; only `resubmit` (the user's `video_api.resubmit: true`)
-   submits again, as it does for a forced rerun of a refused or failed one. A request the
+   submits again, as it does for a forced rerun of a refused or failed one. A submission
+   the service refuses outright (`Refused`: no operation made, none billed) is `done` with
+   no operation and the refusal as its outcome. A request the
    provider answered with 429 or 5xx, or that never connected, was not taken: it is sent
    again after the server's hint or a backoff (tenacity: `SUBMISSION`).
 
@@ -35,7 +37,7 @@ import tenacity
 from vgi_models.state import write_atomic
 from workflow_scripts.common.files import OutdirFileError, read_json
 from workflow_scripts.video_api.ledger import LEDGER
-from workflow_scripts.video_api.provider import Outcome, Retry, UnknownOperation
+from workflow_scripts.video_api.provider import Outcome, Refused, Retry, UnknownOperation
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +137,11 @@ class Operation:
             )
         retry = status == "done" and self.state["outcome"] != "ok" and self.resubmit
         if status in (None, "submitting") or retry:  # retry: a refused or failed one, forced
-            self._submit(image, prompt, on_submit)
+            refused = self._submit(image, prompt, on_submit)
+            if refused:
+                return refused
+        elif self.state["operation"] is None:  # refused at submission, rerun: the same answer
+            return Outcome(reason=self.state["outcome"])
         else:
             log.info("resuming operation %s (%s)", self.state["operation"], status)
         try:
@@ -150,13 +156,14 @@ class Operation:
             log.warning(
                 "operation %s unknown (%s): submitting again", self.state["operation"], error
             )
-            self._submit(image, prompt, on_submit)
-            outcome = self._wait(poll_s, timeout_s)
+            outcome = self._submit(image, prompt, on_submit) or self._wait(poll_s, timeout_s)
         self._save(**self.state | {"status": "done", "finished_at": now(),
                                    "outcome": "ok" if outcome.ok else outcome.reason})  # fmt: skip
         return outcome
 
-    def _submit(self, image: Path, prompt: str, on_submit: Callable[[str], None]) -> None:
+    def _submit(self, image: Path, prompt: str, on_submit: Callable[[str], None]) -> Outcome | None:
+        """Submit, saving the state before and after; the outcome where the service refused
+        the submission itself (saved as done), else None."""
         self._save(status="submitting", since=now())
         try:
             operation = SUBMISSION(self.provider.submit, image, prompt)
@@ -164,13 +171,19 @@ class Operation:
             if not error.unsure:  # never taken (the last 429 or 5xx): nothing to resume
                 self.path.unlink()
             raise  # unsure: the request went out and no answer came: `submitting` stays
+        except Refused as error:  # the input refused: the instance's recorded error
+            self._save(status="done", operation=None, submitted_at=now(), finished_at=now(),
+                       outcome=error.reason)  # fmt: skip
+            log.warning("submission refused: %s", error.reason)
+            return Outcome(reason=error.reason)
         except Exception:
-            self.path.unlink()  # refused outright (a bad request or key): never taken
+            self.path.unlink()  # a bad request or key: never taken
             raise
         self._save(status="submitted", operation=operation, submitted_at=now())
         self.submissions += 1
         log.info("submitted: operation %s", operation)
         on_submit(operation)
+        return None
 
     def _wait(self, poll_s: float, timeout_s: float) -> Outcome:
         operation, deadline, failures = self.state["operation"], time.monotonic() + timeout_s, 0

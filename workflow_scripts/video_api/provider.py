@@ -9,7 +9,8 @@ the checks of a registry entry's settings and of the input images' aspect.
 
 The instance is one job's client: `submit(image, prompt) -> operation id` and
 `poll(id) -> Outcome | None` (None: still running; else the video downloaded, or the
-provider's reason for none), `close()`. Its SDK's HTTP client counts each submission in
+provider's reason for none), `close()`; a submission the service refuses outright raises
+`Refused` with its reason. Its SDK's HTTP client counts each submission in
 the run's shared pacing window right before it is sent (`submits` picks them); polls are
 not counted. A service's error answer becomes one of the exceptions below
 (`error_for`), so that the shared operation (`operation.py`) knows what was taken.
@@ -56,6 +57,15 @@ class Retry(Exception):
         if not connected:
             return cls(f"connection failed: {type(error).__name__}: {error}")
         return cls(f"no answer: {type(error).__name__}", unsure=True)
+
+
+class Refused(Exception):
+    """The service refused the submission itself (a safety filter on the input, a policy):
+    no operation was made and none is billed; `reason` is the instance's recorded error."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason if reason.startswith("refused: ") else f"refused: {reason}"
 
 
 class UnknownOperation(Exception):
