@@ -14,6 +14,7 @@ from snakemake.exceptions import WorkflowError
 import workflow_scripts
 from workflow_scripts.benchmark.coverage import narrower_run_note
 from workflow_scripts.benchmark.instances import TASK_NAME
+from workflow_scripts.benchmark.paper import paper_rows
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
 from workflow_scripts.common.files import OutdirFileError
@@ -54,6 +55,9 @@ try:
     STUDY = load_study(config, REGISTRY, image_cache=".snakemake/vgi_image_check.json")
     CHECKPOINTS = checkpoint_steps(config, STUDY)  # judged too: judge.checkpoints
     TRANSITIONS = load_transitions(config, STUDY)
+    PAPER_ROWS = paper_rows(
+        REGISTRY, list(STUDY.models)
+    )  # tables/vs_paper.csv's models
     # What determines each VLM rule's answers, its prompt templates included (per rule:
     # a template edit reruns only the rule whose calls read it).
     JUDGE_PARAMS = judge_params(config["judge"])

@@ -2,16 +2,19 @@ from workflow_scripts.aggregate.sensitivity import CONDITION_TABLES
 from workflow_scripts.aggregate.tables import TABLES, VBVR_PAIRS
 
 # The sensitivity tables a run asks for: conditions (conditions:), seeds (seeds:),
-# Table 13's half against full (subset: full).
+# Table 13's half against full (subset: full); and the paper's Table 2 beside the models
+# that name its rows (`paper_row`).
 STUDY_TABLES = [
     *(CONDITION_TABLES if STUDY.conditions else []),
     *(["seed_variance"] if STUDY.seeds else []),
     *(["subset_stability"] if config["benchmark"]["subset"] == "full" else []),
+    *(["vs_paper"] if PAPER_ROWS else []),
 ]
 
 
 rule tables:
     input:
+        **({"paper_table": config["benchmark"]["paper_table"]} if PAPER_ROWS else {}),
         scores=rules.judge_all.input,
         transitions=rules.transitions_all.input,
         selected=f"{OUT}/instances/selected.csv",
@@ -46,6 +49,7 @@ rule tables:
         },
         conditions={name: list(rows.index) for name, rows in STUDY.conditions.items()},
         subset_seed=config["benchmark"]["subset_seed"],
+        paper_rows=PAPER_ROWS,
     script:
         "../workflow_scripts/entry/tables.py"
 
@@ -60,6 +64,7 @@ rule plots:
             if STUDY.conditions
             else {}
         ),
+        **({"vs_paper": rules.tables.output.vs_paper} if PAPER_ROWS else {}),
         final_by_domain_level=rules.tables.output.final_by_domain_level,
         skills=rules.tables.output.skills,
         transitions=rules.tables.output.transitions,
@@ -73,6 +78,17 @@ rule plots:
                 )
             }
             if STUDY.conditions
+            else {}
+        ),
+        **(
+            {
+                "vs_paper": report(
+                    f"{OUT}/plots/vs_paper.png",
+                    caption="../report/vs_paper.rst",
+                    category="Plots",
+                )
+            }
+            if PAPER_ROWS
             else {}
         ),
         final_heatmap=report(

@@ -159,6 +159,21 @@ def with_defaults(entries: dict) -> dict:
     return entries
 
 
+def resolve_videos(entries: dict, root: str | None) -> dict:
+    """The entries with each `source: videos` folder given relative (an id of the dataset's
+    published generations, say) taken under `root` (the config's `videos_root`; None: as
+    given, from the working directory)."""
+    if not root:
+        return entries
+    resolved = {}
+    for key, entry in entries.items():
+        folder = entry.get("videos") if entry.get("source") == VIDEOS else None
+        if folder and not Path(folder).is_absolute():
+            entry = entry | {"videos": str(Path(root) / folder)}
+        resolved[key] = entry
+    return resolved
+
+
 def load_registry(entries: dict) -> dict[str, ModelSpec]:
     """Registry entries (schema-checked) keyed by model key, the schema's defaults filled in."""
     specs = {}

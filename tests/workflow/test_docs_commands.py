@@ -35,15 +35,14 @@ NOT_RUN = {
     "snakemake --cores 8 --config 'benchmark={root: VGI-Bench/bench_data, taxonomy: "
     "VGI-Bench/task_names.yaml}'": "needs the downloaded release (VGI-Bench/); "
     "test_reruns runs it with the bundled example in its place",
-    "snakemake --cores 8 --resources judge_api=2 --config model_registry=published.yaml "
-    "'models=[published]' outdir=results_published 'benchmark={root: "
-    "/data/VGI-Bench/bench_data, subset: full}'": "needs the downloaded release's "
-    "published videos (/data/VGI-Bench) and the registry file its block writes",
 }
 # Run as written on the bare example; each must stop with the message naming what it lacks.
 NEEDS = {
     "snakemake --report report.zip": "marked for report but does not exist",
     "snakemake --cores 2 judge_reliability": "judge_reliability needs human preferences",
+    "snakemake --cores 8 --resources judge_api=2 --configfile config/published.yaml": (
+        "videos folder not found (data/VGI-Bench/eval_res/video_model_res/seedance2_0)"
+    ),
     "python -m workflow_scripts.annotate --labels labels/human.csv --sample 117 --seed 0": (
         "no decoded checkpoint pairs under results: run generate first"
     ),

@@ -7,6 +7,8 @@ import pandas as pd
 from workflow_scripts.aggregate import plots, reliability, sensitivity
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.tables import all_tables, errors
+from workflow_scripts.aggregate.vs_paper import vs_paper
+from workflow_scripts.benchmark.paper import read_paper_table
 from workflow_scripts.common.files import read_csv
 from workflow_scripts.common.layout import TABLE_FIX
 from workflow_scripts.common.logs import job_log
@@ -55,6 +57,9 @@ def tables_job(smk) -> None:
             tables |= sensitivity.conditions(every, covered)
         if "seed_variance" in wanted:
             tables["seed_variance"] = sensitivity.seed_variance(every)
+        if "vs_paper" in wanted:
+            paper = read_paper_table(smk.input.paper_table)
+            tables["vs_paper"] = vs_paper(averaged, params.paper_rows, paper)
         if "subset_stability" in wanted:
             tables["subset_stability"] = sensitivity.subset_stability(
                 every, instances, params.subset_seed
@@ -72,6 +77,8 @@ def plots_job(smk) -> None:
         if smk.output.get("conditions"):
             tables = (read_csv(smk.input[name], TABLE_FIX) for name in sensitivity.CONDITION_TABLES)
             plots.condition_bars(*reversed(list(tables)), smk.output["conditions"])
+        if smk.output.get("vs_paper"):
+            plots.paper_bars(read_csv(smk.input.vs_paper, TABLE_FIX), smk.output["vs_paper"])
 
 
 def _finals(smk) -> tuple[pd.DataFrame, pd.DataFrame]:

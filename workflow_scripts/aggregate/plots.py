@@ -144,3 +144,20 @@ def reliability_bars(table: pd.DataFrame, path: str | Path) -> Figure:
     ax.set_xticks(x, [f"{j}\n(n={n})" for j, n in zip(judges, table["n_pairs"], strict=True)])
     ax.legend(fontsize="small")
     return _save(fig, path)
+
+
+def paper_bars(table: pd.DataFrame, path: str | Path) -> Figure:
+    """Table 2 beside the paper: each model's final x 100 overall (with its 95% CI) and the
+    paper's published number (vs_paper.csv)."""
+    overall = table[table["domain"] == "overall"]
+    x = np.arange(len(overall))
+    fig = Figure(figsize=(2.5 + 0.9 * max(len(overall), 1), 3.8), layout="constrained")
+    ax = fig.subplots()
+    final = overall["final"].to_numpy(float)
+    error = np.nan_to_num([final - overall["final_ci_low"], overall["final_ci_high"] - final])
+    ax.bar(x - 0.2, final, 0.4, yerr=error, capsize=2, label="this run")
+    ax.bar(x + 0.2, overall["paper"].to_numpy(float), 0.4, label="paper (Table 2)")
+    ax.set_xticks(x, overall["paper_name"], rotation=30, ha="right")
+    ax.set(ylabel="final x 100", ylim=(0, 100))
+    ax.legend(fontsize="small")
+    return _save(fig, path)

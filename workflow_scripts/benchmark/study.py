@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from vgi_models.registry import ModelSpec, load_registry, problems_of
+from vgi_models.registry import ModelSpec, load_registry, problems_of, resolve_videos
 from workflow_scripts.benchmark.conditions import load_conditions
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
+from workflow_scripts.benchmark.paper import paper_row_problems
 from workflow_scripts.benchmark.videos import find_videos
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
@@ -110,8 +111,9 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
     `image_cache`: where the benchmark's decoded images are remembered (`ImageCheck`).
     """
     bench, denoise = config["benchmark"], config["denoise"]
-    specs = load_registry(registry)
+    specs = load_registry(resolve_videos(registry, config.get("videos_root")))
     problems = problems_of(specs, config["models"], denoise["steps"])
+    problems += paper_row_problems(registry, config["models"], bench.get("paper_table"))
     try:
         table = load_instances(
             *(bench[key] for key in ("root", "taxonomy", "overlap", "tasks", "levels")),

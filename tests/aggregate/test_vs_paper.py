@@ -1,0 +1,77 @@
+"""Table 2 from the published generations: config/published.yaml on a fake published folder
+in the dataset's layout (`<videos_root>/<id>/<task>/<instance>.mp4`, all ten ids) judged by
+the FakeVLM; tables/vs_paper.csv sets each model beside the paper's numbers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.support.fake_vlm import FakeVLM
+from tests.support.scripted_judge import Judge
+from tests.support.videos import clip, write_videos
+from tests.support.workflow import REPO, default_config, snakemake
+
+INSTANCES = ["maze_square_lv1_001", "maze_square_lv1_002"]
+PAPER = {  # the README's leaderboard (hexuan21/VGI-Bench @71a9e2d), overall
+    "seedance2_0": 51.0, "mnx_h3": 44.4, "kling_v3_0": 44.0, "vbvr_wan2_2": 40.2,
+    "sora2": 36.7, "gen_4_5": 36.6, "wan2_7_i2v": 35.7, "veo3_1": 32.0, "wan2_2_i2v": 21.6,
+    "hunyuanvideo1_5": 19.1,
+}  # fmt: skip
+
+
+def published_config(workdir, root) -> dict:
+    """The default config with config/published.yaml over it, on the bundled examples."""
+    config = default_config(workdir, tasks=["maze_square"], levels=[1], subset="full")
+    published = yaml.safe_load((REPO / "config" / "published.yaml").read_text(encoding="utf-8"))
+    config["models"], config["videos_root"] = published["models"], str(root)
+    return config
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("published")
+    root = workdir / "eval_res" / "video_model_res"
+    for k, row in enumerate(PAPER):  # each model's videos its own (the judge cache)
+        write_videos(root / row, {i: clip(k % 8, 30 + 60 * (k // 8)) for i in INSTANCES})
+    config = published_config(workdir, root)
+    with pytest.MonkeyPatch.context() as env, FakeVLM(Judge(tier=2, violations=[0])) as fake:
+        env.setenv("FAKE_VLM_KEY", "test-key")
+        config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
+        result = snakemake(workdir, config, "tables", "plots")
+    assert result.returncode == 0, result.stdout[-3000:]
+    return workdir / "results"
+
+
+def test_every_published_model_is_judged_and_set_beside_the_papers_number(run):
+    table = pd.read_csv(run / "tables" / "vs_paper.csv")
+    overall = table[table["domain"] == "overall"].set_index("paper_row")
+    assert list(overall.index) == list(PAPER)  # config/published.yaml's order: the paper's
+    assert overall["model"].tolist() == [f"paper_{row}" for row in PAPER]
+    assert overall["paper"].to_dict() == PAPER
+    finals = pd.read_csv(run / "tables" / "final_by_domain_level.csv")
+    finals = finals.query("domain == 'overall' and level == 'avg'").set_index("model")["final"]
+    for row, line in overall.iterrows():
+        assert line["n"] == len(INSTANCES)
+        assert line["final"] == pytest.approx(100 * finals[line["model"]])
+        assert line["difference"] == pytest.approx(line["final"] - PAPER[row])
+        assert line["difference_ci_low"] <= line["difference"] <= line["difference_ci_high"]
+    domain = table[table["domain"] == "structured_puzzles"].set_index("paper_row")["paper"]
+    assert domain["seedance2_0"] == 44.6 and pd.isna(domain["vbvr_wan2_2"])  # overall only
+    assert (run / "plots" / "vs_paper.png").stat().st_size > 1000
+    print(overall[["paper_name", "final", "paper", "difference"]].to_string())
+
+
+def test_a_paper_row_the_table_lacks_and_a_missing_folder_are_named_before_any_job(tmp_path):
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry["paper_sora2"]["paper_row"] = "sora3"
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
+    config = published_config(tmp_path, tmp_path / "nowhere")
+    config["model_registry"] = str(tmp_path / "models.yaml")
+    result = snakemake(tmp_path, config, "-n")
+    assert result.returncode != 0
+    assert "model 'paper_sora2': paper_row 'sora3' is not a row of" in result.stdout
+    missing = f"model 'paper_veo3_1': videos folder not found ({tmp_path / 'nowhere' / 'veo3_1'})"
+    assert missing in result.stdout
+    assert not (tmp_path / "results").exists()
