@@ -74,7 +74,7 @@ except ValueError as err:  # StudyError included
 if STUDY.without_checkpoints and workflow.is_main_process:
     logger.info(
         f"No transition labels or trajectory tables for {', '.join(STUDY.without_checkpoints)}: "
-        "videos made elsewhere or by a video API have no denoising checkpoints."
+        "videos made elsewhere, by a video API or held still have no denoising checkpoints."
     )
 
 JUDGES = [MAIN, *VARIANTS]  # every judge of the run, by name
@@ -100,6 +100,7 @@ GENERATION_PARAMS = {
 }
 PIPELINE_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.pipelines]
 API_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.api]
+STATIC_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.static]
 
 # How `generate`'s shell command finds the interpreter, its entry and the registry (read
 # for `runtime`, which changes no video). Snakemake reruns a job whose command text
@@ -305,7 +306,7 @@ def model_runs(pattern):
 
 def generated_runs(pattern):
     """Input function: `model_runs(pattern)` for a model with denoising checkpoints, else
-    none (videos made elsewhere or by a video API have none)."""
+    none (videos made elsewhere, by a video API or held still have none)."""
     return lambda wildcards: (
         model_runs(pattern)(wildcards) if STUDY.models[wildcards.model].denoises else []
     )

@@ -68,6 +68,28 @@ rule generate_api:
         "../workflow_scripts/entry/generate_api.py"
 
 
+# A model with `source: static` is a baseline: the input image held still for the clip's
+# length (a video that does nothing), made by a local job, judged like any model.
+rule hold_image:
+    input:
+        image=instance_image,
+    output:
+        video=f"{RUN}/video.mp4",
+        meta=f"{RUN}/generation.json",
+    log:
+        f"{OUT}/logs/hold_image/{{model}}/{{task}}/{{instance}}.log",
+    wildcard_constraints:
+        model=one_of(STATIC_RUNS),
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        settings=lambda w: GENERATION_PARAMS[w.model],
+        prompt=instance_prompt,
+    script:
+        "../workflow_scripts/entry/hold_image.py"
+
+
 # A model with `source: videos` brings its videos from its folder: a copy, no GPU job.
 rule import_video:
     input:

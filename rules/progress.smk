@@ -17,7 +17,9 @@ def study_description():
             nominal_clip(spec.provider, generation)
             if model in STUDY.api
             else {
-                "frames": generation.get("num_frames"),
+                "frames": generation.get(
+                    "num_frames"
+                ),  # a pipeline's or a held image's
                 "fps": generation.get("fps"),
                 "width": generation.get("width"),
                 "height": generation.get("height"),

@@ -24,6 +24,7 @@ SCHEMA = Path(__file__).resolve().parents[1] / "config" / "schemas" / "models.sc
 PIPELINE = "pipeline"  # a local diffusers pipeline (`family`), with denoising checkpoints
 API = "api"  # a commercial video API (`provider`): made by the workflow, no checkpoints
 VIDEOS = "videos"  # a folder of videos made elsewhere: no pipeline, no checkpoints
+STATIC = "static"  # the input image held for the clip's length: a baseline, no GPU, no cost
 TINY = "tiny"  # a pipeline's `source`: randomly initialised weights, built from config
 API_FIELDS = ("provider", "model_id", "api_key_env", "base_url")
 # What a job reads from the registry itself, not from its params: how the model runs or is
@@ -33,13 +34,15 @@ HOW_IT_RUNS = ("runtime", "resources", "api_key_env", "base_url")
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One registry entry. `kind` says how its videos are made (`PIPELINE`, `API`, `VIDEOS`);
+    """One registry entry. `kind` says how its videos are made (`PIPELINE`, `API`, `VIDEOS`,
+    `STATIC`);
     `source` is the registry's, for a pipeline where its weights are (`tiny`, a folder, a hub
     id). `generation` holds every setting that shapes the video; an entry with
     `source: videos` has none, only the `videos` folder it reads. An entry with `source: api`
     names its `provider` (veo, sora), the provider's `model_id`, the variable holding its key
     (`api_key_env`) and optionally an endpoint (`base_url`); its `generation` holds the
-    provider's own settings, named as its SDK names them."""
+    provider's own settings, named as its SDK names them. An entry with `source: static` is
+    the input image held still: its `generation` holds the clip's `num_frames` and `fps`."""
 
     key: str
     kind: str
@@ -93,6 +96,8 @@ class ModelSpec:
         """Everything in the entry that determines a generated video (not how it runs)."""
         if self.kind == VIDEOS:
             return {"source": VIDEOS, "videos": self.videos}
+        if self.kind == STATIC:
+            return {"source": STATIC, "generation": self.generation}
         if self.kind == API:  # not how it is reached: key variable, endpoint
             return {
                 "source": API,
@@ -181,7 +186,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
         source = entry["source"]
         specs[key] = ModelSpec(
             key=key,
-            kind=source if source in (API, VIDEOS) else PIPELINE,
+            kind=source if source in (API, VIDEOS, STATIC) else PIPELINE,
             family=entry.get("family"),
             source=source,
             dtype=entry["dtype"],
@@ -221,7 +226,7 @@ def problems_of(
             if not Path(spec.videos).is_dir():
                 found.append(f"model {key!r}: videos folder not found ({spec.videos})")
             continue
-        if spec.calls_api:  # its settings are checked against the instances
+        if spec.calls_api or spec.kind == STATIC:  # API settings: checked with the instances
             continue
         beyond = [s for s in denoise_steps if s > spec.steps]
         if beyond:

@@ -15,6 +15,7 @@ from vgi_models.registry import (
     API,
     PIPELINE,
     SCHEMA,
+    STATIC,
     VIDEOS,
     load_registry,
     run_spec,
@@ -32,11 +33,12 @@ def test_defaults_are_those_snakemake_fills_in(registry):
 
 def test_one_kind_and_its_predicates(specs):
     kinds = {spec.kind for spec in specs.values()}
-    assert kinds == {PIPELINE, API}
+    assert kinds == {PIPELINE, API, VIDEOS, STATIC}  # VIDEOS: the paper's own generations
     for spec in specs.values():
         assert spec.denoises == (spec.kind == PIPELINE)
         assert spec.calls_api == (spec.kind == API)
-        assert spec.generates and spec.tiny == spec.key.startswith("tiny")
+        assert spec.generates == (spec.kind != VIDEOS)
+        assert spec.tiny == spec.key.startswith("tiny")
     videos = with_defaults({"made": {"source": VIDEOS, "videos": "somewhere"}})
     spec = load_registry(videos)["made"]
     assert (spec.kind, spec.generates, spec.denoises, spec.calls_api) == (

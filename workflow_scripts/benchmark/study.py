@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vgi_models.registry import ModelSpec, load_registry, problems_of, resolve_videos
+from vgi_models.registry import STATIC, ModelSpec, load_registry, problems_of, resolve_videos
 from workflow_scripts.benchmark.conditions import load_conditions
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
@@ -89,8 +89,14 @@ class Study:
         return [key for key, spec in self.models.items() if spec.calls_api]
 
     @property
+    def static(self) -> list[str]:
+        """The models whose video is the input image held still (a baseline)."""
+        return [key for key, spec in self.models.items() if spec.kind == STATIC]
+
+    @property
     def without_checkpoints(self) -> list[str]:
-        """The models without denoising checkpoints: video APIs and videos made elsewhere."""
+        """The models without denoising checkpoints: video APIs, videos made elsewhere, held
+        images."""
         return [key for key, spec in self.models.items() if not spec.denoises]
 
     def generation_params(self, model: str, seed: int | None = None) -> str:

@@ -40,7 +40,7 @@ class Run:
 
     key: str
     model: str
-    kind: str  # vgi_models.registry: PIPELINE, API or VIDEOS (made elsewhere)
+    kind: str  # vgi_models.registry: PIPELINE, API, VIDEOS (made elsewhere) or STATIC
     instances: dict  # instance -> task
     main: bool  # the model's main run (condition default, registry seed)
     frames: int | None = None  # clip length and rate (None: read from a video)
@@ -53,7 +53,7 @@ class Run:
 
     @property
     def generates(self) -> bool:
-        """The workflow makes its videos (on a GPU, or through a video API)."""
+        """The workflow makes its videos (on a GPU, through a video API, or a held image)."""
         return self.kind != VIDEOS
 
     @property

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from vgi_models.registry import API
+from vgi_models.registry import API, STATIC
 from workflow_scripts.video_api.ledger import price_per_second
 from workflow_scripts.video_api.providers import resolution_of, seconds_of
 
@@ -44,7 +44,7 @@ def token_cost(model: str, input_tokens: float, output_tokens: float, prices: Ma
 
 def video_price(run, gpu_hours_per_video: float, prices: Mapping) -> float | None:
     """The price of one more video of `run` (a `documents.Run`; None: not priced)."""
-    if not run.generates:
+    if not run.generates or run.kind == STATIC:
         return 0.0
     if run.kind == API:
         entry = run.entry
@@ -57,7 +57,7 @@ def generation_spent(run, gpu_hours: float, prices: Mapping, ledger: pd.DataFram
     """(submissions, cost) of the videos `run` made: a video API's from the cost `ledger`
     (its records of this run key; cost None where a record is not priced), else no
     submissions and the GPU-hours' price."""
-    if not run.generates:
+    if not run.generates or run.kind == STATIC:
         return 0, 0.0
     if run.kind == API:
         mine = ledger[ledger["model"] == run.key]
