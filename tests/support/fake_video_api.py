@@ -9,10 +9,11 @@ Each operation stays running for `polls` polls. What a submission ends as is cho
 input image (`refuse(path, outcome)`: a submission whose image looks like that one, resized
 or not, ends `refused` or `failed`); `forget()` drops every operation (an expired one).
 `throttle` answers that many next requests with HTTP 429 and a retry hint. A wrong key is
-HTTP 401. A model in `retired` is answered as its provider answers a model it no longer
-serves. The video is a real mp4 made from the input image with imageio: the asked-for
-seconds at `fps` frames a second, small (`FRAME`) so that tests stay fast. Every submission
-is recorded (`submissions`), every key seen too.
+HTTP 401 (a signed download link the service handed out asks for none). A model in
+`retired` is answered as its provider answers a model it no longer serves. The video is a
+real mp4 made from the input image with imageio: the asked-for seconds at `fps` frames a
+second, small (`FRAME`) so that tests stay fast. Every submission is recorded
+(`submissions`), every key seen too.
 """
 
 from __future__ import annotations
@@ -151,10 +152,11 @@ class FakeVideoAPI:
         double, match = next(((d, m) for d, m in routed if m), (None, None))
         if double is None:
             return self._reply(handler, method, 404, {"error": {"message": f"no route {path}"}})
-        key = double.key(handler.headers)
-        self.keys.add(key)
-        if key != self.api_key:
-            return self._reply(handler, method, 401, double.error(401, "API key not valid"))
+        if not double.signed(path):  # a signed download link carries no key
+            key = double.key(handler.headers)
+            self.keys.add(key)
+            if key != self.api_key:
+                return self._reply(handler, method, 401, double.error(401, "API key not valid"))
         with self._lock:
             throttled, self.throttle = self.throttle > 0, max(0, self.throttle - 1)
         if throttled:

@@ -64,7 +64,7 @@ def test_a_refusal_or_failure_is_an_outcome_with_the_providers_reason(tmp_path, 
     outcome, _ = run(tmp_path, fake, name)
     assert not outcome.ok and outcome.reason.startswith(f"{kind}:")
     if kind == "refused":
-        assert "safety filter" in outcome.reason
+        assert fake.doubles[name].refusal in outcome.reason
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -119,6 +119,17 @@ def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_pa
     fake.outcomes.clear()  # the user changed nothing; the provider now lets it through
     retried, submitted = run(tmp_path, fake, "veo31", resubmit=True)
     assert retried.ok and len(submitted) == 1 and len(fake.submissions) == 2
+
+
+def test_a_cancelled_runway_task_is_never_waited_on_nor_submitted_again_unasked(tmp_path, fake):
+    """Runway's CANCELLED (a task cancelled or deleted in its console) makes no video: the
+    job stops as for an expired operation, and only resubmission submits again."""
+    fake.refuse(IMAGE, "cancelled")
+    with pytest.raises(NotResumable, match="no longer knows operation .* is CANCELLED"):
+        run(tmp_path, fake, "gen45")
+    fake.outcomes.clear()
+    outcome, submitted = run(tmp_path, fake, "gen45", resubmit=True)
+    assert outcome.ok and len(submitted) == 1 and len(fake.submissions) == 2
 
 
 @pytest.mark.parametrize("name", MODELS)

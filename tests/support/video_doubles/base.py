@@ -28,6 +28,11 @@ class Double(ABC):
     def key(self, headers) -> str | None:
         """The API key a request carries."""
 
+    def signed(self, path: str) -> bool:
+        """Whether `path` is a download link the service handed out, which its signature
+        authorizes instead of the key (none by default)."""
+        return False
+
     @abstractmethod
     def error(self, status: int, message: str, code: str | None = None) -> dict:
         """The provider's error body for an HTTP `status`."""
