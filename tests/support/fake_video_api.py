@@ -13,6 +13,10 @@ HTTP 401. A model in `retired` is answered as its provider answers a model it no
 serves. The video is a real mp4 made from the input image with imageio: the asked-for
 seconds at `fps` frames a second, small (`FRAME`) so that tests stay fast. Every submission
 is recorded (`submissions`), every key seen too.
+
+A signed download link needs no key (`Double.keyless`). A submission the service refuses
+outright (its filter answers the submission itself) is no operation and is not billed
+(`billed()` leaves it out).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class Operation:
     outcome: str  # ok | refused | failed
     polls_left: int
     created: float = field(default_factory=time.time)
+    taken: bool = True  # False: refused at submission (no operation id went back, not billed)
 
 
 def fingerprint(image: bytes) -> np.ndarray:
@@ -108,6 +113,10 @@ class FakeVideoAPI:
     def submitted(self, provider: str | None = None) -> list[Operation]:
         return [op for op in self.submissions if provider in (None, op.provider)]
 
+    def billed(self, provider: str | None = None) -> list[Operation]:
+        """The submissions the service took: all but those it refused at submission."""
+        return [op for op in self.submitted(provider) if op.taken]
+
     def forget(self) -> None:
         """Every operation expires: the provider no longer knows them."""
         with self._lock:
@@ -151,10 +160,11 @@ class FakeVideoAPI:
         double, match = next(((d, m) for d, m in routed if m), (None, None))
         if double is None:
             return self._reply(handler, method, 404, {"error": {"message": f"no route {path}"}})
-        key = double.key(handler.headers)
-        self.keys.add(key)
-        if key != self.api_key:
-            return self._reply(handler, method, 401, double.error(401, "API key not valid"))
+        if not double.keyless(match):
+            key = double.key(handler.headers)
+            self.keys.add(key)
+            if key != self.api_key:
+                return self._reply(handler, method, 401, double.error(401, "API key not valid"))
         with self._lock:
             throttled, self.throttle = self.throttle > 0, max(0, self.throttle - 1)
         if throttled:

@@ -28,6 +28,10 @@ class Double(ABC):
     def key(self, headers) -> str | None:
         """The API key a request carries."""
 
+    def keyless(self, match: re.Match) -> bool:
+        """Whether a routed request is served without the key (a signed download link)."""
+        return False
+
     @abstractmethod
     def error(self, status: int, message: str, code: str | None = None) -> dict:
         """The provider's error body for an HTTP `status`."""
