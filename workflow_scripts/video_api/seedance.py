@@ -124,7 +124,7 @@ class Provider(VideoProvider):
         try:
             response = self.http.get(url)
         except httpx.TransportError as error:
-            raise Retry.unanswered(error, not isinstance(error, httpx.ConnectError)) from None
+            raise unanswered(error) from None
         if response.status_code in (403, 404):
             raise UnknownOperation(
                 f"its video link answered HTTP {response.status_code}: links are kept 24 hours"
@@ -134,7 +134,6 @@ class Provider(VideoProvider):
         return response.content
 
     def _call(self, method, *args, known_id: bool = False, **kwargs):
-        import httpx
         from byteplussdkarkruntime._exceptions import ArkAPIConnectionError, ArkAPIStatusError
 
         try:
@@ -142,15 +141,21 @@ class Provider(VideoProvider):
         except ArkAPIStatusError as error:
             body = error.body if isinstance(error.body, dict) else {}
             message, code = body.get("message") or error.message, error.code
-            if error.status_code == 400 and REFUSAL in (code or ""):
-                raise Refused(f"{message} ({code})") from None
+            if error.status_code == 400 and REFUSAL in (code or "") and not known_id:
+                raise Refused(f"{message} ({code})") from None  # a submission refused
             raise self.error_for(
                 error.status_code, message, error.response.headers, code, known_id
             ) from None
         except ArkAPIConnectionError as error:
-            cause = error.__cause__ or error
-            connected = not isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout))
-            raise Retry.unanswered(cause, connected) from None
+            raise unanswered(error.__cause__ or error) from None
 
     def close(self) -> None:
         self.client.close()  # and its httpx client, self.http
+
+
+def unanswered(error: BaseException) -> Retry:
+    """A request without an answer: not taken where the connection never opened."""
+    import httpx
+
+    never = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+    return Retry.unanswered(error, connected=not never)
