@@ -14,6 +14,9 @@ HTTP 401 (a signed download link the service handed out asks for none). A model 
 real mp4 made from the input image with imageio: the asked-for seconds at `fps` frames a
 second, small (`FRAME`) so that tests stay fast. Every submission is recorded
 (`submissions`), every key seen too.
+
+A submission the service refuses outright (its filter answers the submission itself) is
+no operation and is not billed (`billed()` leaves it out).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class Operation:
     outcome: str  # ok | refused | failed
     polls_left: int
     created: float = field(default_factory=time.time)
+    taken: bool = True  # False: refused at submission (no operation id went back, not billed)
 
 
 def fingerprint(image: bytes) -> np.ndarray:
@@ -108,6 +112,10 @@ class FakeVideoAPI:
 
     def submitted(self, provider: str | None = None) -> list[Operation]:
         return [op for op in self.submissions if provider in (None, op.provider)]
+
+    def billed(self, provider: str | None = None) -> list[Operation]:
+        """The submissions the service took: all but those it refused at submission."""
+        return [op for op in self.submitted(provider) if op.taken]
 
     def forget(self) -> None:
         """Every operation expires: the provider no longer knows them."""

@@ -111,13 +111,14 @@ def test_submissions_go_through_the_shared_pacing_window(tmp_path, fake):
     assert len(counted) == len(MODELS)  # one submission each; polls are not counted
 
 
-def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_path, fake):
-    fake.refuse(IMAGE)
-    first, _ = run(tmp_path, fake, "veo31")
-    again, submitted = run(tmp_path, fake, "veo31")  # a forced rerun: the same operation
+@pytest.mark.parametrize("name", MODELS)
+def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_path, fake, name):
+    fake.refuse(IMAGE)  # Seedance refuses the submission itself: no operation, none billed
+    first, _ = run(tmp_path, fake, name)
+    again, submitted = run(tmp_path, fake, name)  # a forced rerun: the same answer
     assert not first.ok and not again.ok and submitted == [] and len(fake.submissions) == 1
     fake.outcomes.clear()  # the user changed nothing; the provider now lets it through
-    retried, submitted = run(tmp_path, fake, "veo31", resubmit=True)
+    retried, submitted = run(tmp_path, fake, name, resubmit=True)
     assert retried.ok and len(submitted) == 1 and len(fake.submissions) == 2
 
 
@@ -130,6 +131,19 @@ def test_a_cancelled_runway_task_is_never_waited_on_nor_submitted_again_unasked(
     fake.outcomes.clear()
     outcome, submitted = run(tmp_path, fake, "gen45", resubmit=True)
     assert outcome.ok and len(submitted) == 1 and len(fake.submissions) == 2
+
+
+def test_a_seedance_video_link_past_its_24_hours_needs_the_users_word(tmp_path, fake):
+    """Seedance lists a task for 7 days but keeps its video's link for 24 hours: a later
+    rerun finds the task succeeded and the link expired (storage answers 403), and stops
+    instead of paying again until resubmission is allowed."""
+    first, _ = run(tmp_path, fake, "seedance2")
+    fake.doubles["seedance2"].expired_links.add(fake.submissions[0].id)
+    with pytest.raises(NotResumable, match="no longer knows operation .*kept 24 hours"):
+        run(tmp_path, fake, "seedance2")
+    assert first.ok and len(fake.submissions) == 1
+    again, submitted = run(tmp_path, fake, "seedance2", resubmit=True)
+    assert again.ok and len(submitted) == 1 and len(fake.submissions) == 2
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -16,6 +16,7 @@ PROVIDERS = {  # registry `provider:` -> module of this package
     "veo": "veo",
     "sora": "sora",
     "runway": "runway",
+    "seedance": "seedance",
 }
 
 

@@ -12,6 +12,7 @@ MODULES = {  # shipped registry key -> module here
     "veo31": "veo",
     "sora2": "sora",
     "gen45": "runway",
+    "seedance2": "seedance",
 }
 
 
