@@ -54,10 +54,12 @@ rule all:
         rules.export_official_all.input,
 
 
-# Before any job: the API key of every job about to call an API; a note when the run is
-# narrower than its outdir; then the status page while the run goes (rules/study.smk).
+# Before any job: the API key of every job about to call an API, the weights of every model
+# about to generate; a note when the run is narrower than its outdir; then the status page
+# while the run goes (rules/study.smk).
 onstart:
     check_api_keys()
+    check_weights()
     note_narrower_run()
     start_status()
 

@@ -35,7 +35,11 @@ from workflow_scripts.judge.settings import (
 )
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.transitions.settings import load_transitions
-from vgi_models.registry import SCHEMA as REGISTRY_SCHEMA, with_defaults
+from vgi_models.registry import (
+    SCHEMA as REGISTRY_SCHEMA,
+    weight_problems,
+    with_defaults,
+)
 
 RUN_STARTED = time.time()
 OUT = config["outdir"]
@@ -383,6 +387,23 @@ def check_api_keys():
     )
     if error:
         raise WorkflowError(error)
+
+
+def check_weights():
+    """At the start of a run (the DAG known, no job started): every model whose generate
+    jobs are about to run has its weights (and LoRA) on disk; else every one missing, named,
+    before anything runs. A plan, a dry run or a run of other targets needs none."""
+    models = {
+        RUNS[job.wildcards.model][0]
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name == "generate"
+    }
+    problems = [
+        p for model in sorted(models) for p in weight_problems(STUDY.models[model])
+    ]
+    if problems:
+        lines = [f"  - {problem}" for problem in problems]
+        raise WorkflowError("\n".join(["Nothing was run:", *lines]))
 
 
 def note_narrower_run():

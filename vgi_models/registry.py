@@ -234,22 +234,30 @@ def problems_of(
                 f"model {key!r}: denoise.steps {beyond} exceed its "
                 f"num_inference_steps ({spec.steps})"
             )
-        if not spec.tiny:
-            try:
-                weights = Path(spec.resolve_source())
-            except FileNotFoundError as err:
-                found.append(str(err))
-            else:
-                stage = spec.generation.get("stage_2")  # LTX: the upsampler beside the weights
-                if stage and not (weights / stage["upsampler"]).is_dir():
-                    found.append(
-                        f"model {key!r}: latent upsampler {stage['upsampler']}/ not in {weights}"
-                    )
-        if spec.lora and spec.lora["path"] != TINY:
-            from vgi_models.lora import lora_files
+    return found
 
-            try:
-                lora_files(spec.family, spec.lora)
-            except (FileNotFoundError, ValueError) as err:
-                found.append(f"model {key!r}: {err}")
+
+def weight_problems(spec: ModelSpec) -> list[str]:
+    """What a pipeline's generate jobs need on disk and cannot find (its weights, the LTX
+    upsampler beside them, its LoRA), each naming the model key: checked when a run starts,
+    for the models whose generate jobs are about to run (a plan needs no weights)."""
+    found, key = [], spec.key
+    if not spec.tiny:
+        try:
+            weights = Path(spec.resolve_source())
+        except FileNotFoundError as err:
+            found.append(str(err))
+        else:
+            stage = spec.generation.get("stage_2")  # LTX: the upsampler beside the weights
+            if stage and not (weights / stage["upsampler"]).is_dir():
+                found.append(
+                    f"model {key!r}: latent upsampler {stage['upsampler']}/ not in {weights}"
+                )
+    if spec.lora and spec.lora["path"] != TINY:
+        from vgi_models.lora import lora_files
+
+        try:
+            lora_files(spec.family, spec.lora)
+        except (FileNotFoundError, ValueError) as err:
+            found.append(f"model {key!r}: {err}")
     return found

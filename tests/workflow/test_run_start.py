@@ -1,5 +1,6 @@
-"""What a run checks and says before its first job: the VLM jobs' API keys, a narrower selection
-than its outdir holds. Real Snakemake runs on the bundled example."""
+"""What a run checks and says before its first job: the VLM jobs' API keys, the weights of the
+models about to generate, a narrower selection than its outdir holds. Real Snakemake runs on
+the bundled example."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import time
 
 import pandas as pd
 import pytest
+import yaml
 
-from tests.support.workflow import default_config, snakemake
+from tests.support.workflow import REPO, default_config, snakemake
 from workflow_scripts.benchmark.coverage import narrower_run_note
 
 VARIANT = {"backend": "openai", "model": "qwen", "base_url": "http://127.0.0.1:9/v1"}
@@ -61,6 +63,28 @@ def test_a_target_without_vlm_jobs_runs_without_the_key(tmp_path, monkeypatch):
     result = snakemake(tmp_path, default_config(tmp_path), "select_instances")
     assert result.returncode == 0, result.stdout[-3000:]
     assert (tmp_path / "results" / "instances" / "selected.csv").is_file()
+
+
+def test_weights_are_checked_for_the_models_about_to_generate_and_a_plan_needs_none(tmp_path):
+    """Real weights not downloaded yet: the plan prices the study, a run of their generate
+    jobs stops before any job naming each model and what it lacks."""
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    missing = tmp_path / "not downloaded"
+    registry["wan22_i2v_a14b"]["source"] = str(missing)
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
+    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])
+    config |= {"model_registry": str(tmp_path / "models.yaml")}
+    config["models"] = ["tiny_wan22", "wan22_i2v_a14b", "vbvr_wan22"]
+    plan = snakemake(tmp_path, config, "plan")
+    assert plan.returncode == 0, plan.stdout[-3000:]
+    run = snakemake(tmp_path, config, "generate_all")
+    assert run.returncode != 0 and "Nothing was run:" in run.stdout
+    assert f"model 'wan22_i2v_a14b': weights {missing} not found" in run.stdout
+    assert "model 'vbvr_wan22': LoRA weights Video-Reason/VBVR-Wan2.2-diffsynth" in run.stdout
+    assert "tiny_wan22'" not in run.stdout.split("Nothing was run:")[1]
+    assert not (tmp_path / "results" / "tiny_wan22").exists()  # no job ran, not even tiny's
+    only_tiny = snakemake(tmp_path, config, "-n", str(tmp_path / "results" / "tiny_wan22"))
+    assert "Nothing was run" not in only_tiny.stdout
 
 
 def test_a_run_narrower_than_its_outdir_says_so_first(tmp_path):
