@@ -9,10 +9,11 @@ Each operation stays running for `polls` polls. What a submission ends as is cho
 input image (`refuse(path, outcome)`: a submission whose image looks like that one, resized
 or not, ends `refused` or `failed`); `forget()` drops every operation (an expired one).
 `throttle` answers that many next requests with HTTP 429 and a retry hint. A wrong key is
-HTTP 401. A model in `retired` is answered as its provider answers a model it no longer
-serves. The video is a real mp4 made from the input image with imageio: the asked-for
-seconds at `fps` frames a second, small (`FRAME`) so that tests stay fast. Every submission
-is recorded (`submissions`), every key seen too.
+HTTP 401 (a signed download link the service handed out asks for none). A model in
+`retired` is answered as its provider answers a model it no longer serves. The video is a
+real mp4 made from the input image with imageio: the asked-for seconds at `fps` frames a
+second, small (`FRAME`) so that tests stay fast. Every submission is recorded
+(`submissions`), every key seen too.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from PIL import Image
 from tests.support.video_doubles import doubles
 
 FRAME = (256, 144)  # width, height of the double's videos
+# The key: Kling's is two (an access key and a secret of 32 characters or more, joined by a
+# colon, as its registry variable holds them); the other providers take it as one.
+API_KEY = "test-access-key:test-secret-key-0123456789abcdef012345"
 
 
 @dataclass
@@ -64,9 +68,11 @@ def make_video(image: bytes, seconds: int, fps: int) -> bytes:
 class FakeVideoAPI:
     """The double; a context manager that starts and stops the server."""
 
-    def __init__(self, api_key: str = "test-video-key", polls: int = 2, fps: int = 4):
+    def __init__(self, api_key: str = API_KEY, polls: int = 2, fps: int = 4):
         self.api_key, self.polls, self.fps = api_key, polls, fps
         self.doubles = doubles()  # by registry key
+        for double in self.doubles.values():
+            double.api_key = api_key
         self.outcomes: list[tuple[np.ndarray, str]] = []
         self.operations: dict[str, Operation] = {}
         self.submissions: list[Operation] = []
@@ -151,10 +157,11 @@ class FakeVideoAPI:
         double, match = next(((d, m) for d, m in routed if m), (None, None))
         if double is None:
             return self._reply(handler, method, 404, {"error": {"message": f"no route {path}"}})
-        key = double.key(handler.headers)
-        self.keys.add(key)
-        if key != self.api_key:
-            return self._reply(handler, method, 401, double.error(401, "API key not valid"))
+        if not double.signed(path):  # a signed download link carries no key
+            key = double.key(handler.headers)
+            self.keys.add(key)
+            if key != self.api_key:
+                return self._reply(handler, method, 401, double.error(401, "API key not valid"))
         with self._lock:
             throttled, self.throttle = self.throttle > 0, max(0, self.throttle - 1)
         if throttled:
