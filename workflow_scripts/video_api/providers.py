@@ -12,7 +12,11 @@ import pandas as pd
 from workflow_scripts.common.http import registered
 from workflow_scripts.video_api.provider import VideoProvider
 
-PROVIDERS = {"veo": "veo", "sora": "sora"}  # registry `provider:` -> module of this package
+PROVIDERS = {  # registry `provider:` -> module of this package
+    "veo": "veo",
+    "sora": "sora",
+    "kling": "kling",
+}
 
 
 def provider_class(name: str) -> type[VideoProvider]:

@@ -8,7 +8,11 @@ import importlib
 
 from tests.support.video_doubles.base import Double
 
-MODULES = {"veo31": "veo", "sora2": "sora"}  # shipped registry key -> module here
+MODULES = {  # shipped registry key -> module here
+    "veo31": "veo",
+    "sora2": "sora",
+    "kling3": "kling",
+}
 
 
 def doubles() -> dict[str, Double]:
