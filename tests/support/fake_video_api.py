@@ -36,6 +36,9 @@ from PIL import Image
 from tests.support.video_doubles import doubles
 
 FRAME = (256, 144)  # width, height of the double's videos
+# The key: Kling's is two (an access key and a secret of 32 characters or more, joined by a
+# colon, as its registry variable holds them); the other providers take it as one.
+API_KEY = "test-access-key:test-secret-key-0123456789abcdef012345"
 
 
 @dataclass
@@ -69,9 +72,11 @@ def make_video(image: bytes, seconds: int, fps: int) -> bytes:
 class FakeVideoAPI:
     """The double; a context manager that starts and stops the server."""
 
-    def __init__(self, api_key: str = "test-video-key", polls: int = 2, fps: int = 4):
+    def __init__(self, api_key: str = API_KEY, polls: int = 2, fps: int = 4):
         self.api_key, self.polls, self.fps = api_key, polls, fps
         self.doubles = doubles()  # by registry key
+        for double in self.doubles.values():
+            double.api_key = api_key
         self.outcomes: list[tuple[np.ndarray, str]] = []
         self.operations: dict[str, Operation] = {}
         self.submissions: list[Operation] = []

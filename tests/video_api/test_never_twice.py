@@ -11,7 +11,7 @@ import time
 
 import yaml
 
-from tests.support.fake_video_api import FakeVideoAPI
+from tests.support.fake_video_api import API_KEY, FakeVideoAPI
 from tests.support.video_api_run import KEY_ENV, MODELS, api_config, submissions_per_video
 from tests.support.workflow import REPO, snakemake
 
@@ -40,7 +40,7 @@ def kill_when_polling(process, fake, count: int) -> None:
 def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch):
     """Killed twice mid-wait (the second time a plain rerun), then --rerun-incomplete, then
     every job forced: exactly one submission per video."""
-    monkeypatch.setenv(KEY_ENV, "test-video-key")
+    monkeypatch.setenv(KEY_ENV, API_KEY)
     with FakeVideoAPI(polls=POLLS) as fake:  # 25 polls of 0.2 s: each job waits ~5 s
         config = api_config(tmp_path, fake)
         kill_when_polling(start(tmp_path, config, "generate_all"), fake, 2)
@@ -68,7 +68,7 @@ def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch
 
 
 def test_an_expired_operation_stops_the_job_until_resubmission_is_allowed(tmp_path, monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "test-video-key")
+    monkeypatch.setenv(KEY_ENV, API_KEY)
     with FakeVideoAPI(polls=1000) as fake:
         config = api_config(tmp_path, fake, timeout_min=0.05)  # 3 s, then the job fails
         config["benchmark"]["tasks"] = ["maze_square"]

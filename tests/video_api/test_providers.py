@@ -11,8 +11,10 @@ import imageio.v3 as iio
 import pytest
 
 from tests.support.fake_video_api import FakeVideoAPI
-from tests.support.video_api_run import MODELS, api_entry
+from tests.support.video_api_run import KEY_ENV, MODELS, api_entry
+from tests.support.video_doubles.kling import BLOCKED
 from vgi_models.registry import load_registry
+from workflow_scripts.common.http import ServiceError
 from workflow_scripts.common.pacing import SharedRateLimit
 from workflow_scripts.video_api.operation import NotResumable, Operation
 from workflow_scripts.video_api.provider import RetiredModel
@@ -95,10 +97,11 @@ def test_a_submission_cut_off_before_its_id_came_back_needs_the_users_word(tmp_p
 def test_a_wrong_key_fails_without_a_submission_and_is_never_repeated_in_errors(
     tmp_path, fake, name
 ):
-    client = open_provider(spec(name, fake), "wrong-key-123")
+    client = open_provider(spec(name, fake), "wrong-key-123:wrong-secret-0123456789abcdef0123456")
     with pytest.raises(Exception) as error:
         Operation(tmp_path / "s.json", client).run(IMAGE, "p", lambda op: None, 0.01, 5)
-    assert "401" in str(error.value) and "wrong-key-123" not in str(error.value)
+    assert "401" in str(error.value)
+    assert "wrong-key-123" not in str(error.value) and "wrong-secret" not in str(error.value)
     assert fake.submissions == [] and not (tmp_path / "s.json").exists()
 
 
@@ -172,3 +175,26 @@ def test_a_retired_model_stops_with_one_line_that_says_how_to_import_its_videos(
     posts = [request for request in fake.requests if request[0] == "POST"]
     assert len(posts) == 1 and fake.submissions == []  # asked once, never taken
     assert not (tmp_path / "sora2" / "state.json").exists()  # a rerun asks again
+
+
+def test_a_submission_kling_refuses_outright_is_the_outcome_and_is_not_asked_again(tmp_path, fake):
+    """Kling's content security policy refuses the input itself (HTTP 400, code 1301): the
+    instance's recorded error, with no task and nothing billed; a rerun gives it unasked."""
+    client = open_provider(spec("kling3", fake), fake.api_key)
+    try:
+        for _ in range(2):
+            operation = Operation(tmp_path / "state.json", client)
+            outcome = operation.run(IMAGE, f"a maze of {BLOCKED}", lambda op: None, 0.01, 5)
+            assert outcome.reason.startswith("refused: ") and "(code 1301)" in outcome.reason
+    finally:
+        client.close()
+    assert [request[2] for request in fake.requests] == [400] and fake.submissions == []
+
+
+def test_a_kling_key_without_its_secret_names_its_variable_and_sends_nothing(tmp_path, fake):
+    client = open_provider(spec("kling3", fake), "access-key-only-5e1f")
+    with pytest.raises(ServiceError) as error:
+        Operation(tmp_path / "s.json", client).run(IMAGE, "p", lambda op: None, 0.01, 5)
+    assert f"${KEY_ENV} must hold Kling's access key and secret key" in str(error.value)
+    assert "access-key-only-5e1f" not in str(error.value)
+    assert fake.requests == [] and not (tmp_path / "s.json").exists()

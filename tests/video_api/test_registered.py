@@ -34,6 +34,7 @@ SDK_MODULES = (  # the providers' SDKs and what only they import: a job's import
     "byteplussdkarkruntime",
     "runwayml",
     "httpx",
+    "jwt",
 )
 PRICES = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["prices"]["video_seconds"]
 
@@ -61,10 +62,10 @@ def test_a_shipped_entry_agrees_with_its_provider(key):
 def test_the_schema_keeps_no_list_of_providers_and_an_unknown_one_is_named():
     schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
     assert "enum" not in schema["$defs"]["model"]["properties"]["provider"]
-    entry = API["veo31"] | {"provider": "kling"}
-    check({"kling3": dict(entry)}, SCHEMA, "registry")
-    (problem,) = setting_problems("kling3", "kling", entry["model_id"], entry["generation"])
-    assert problem.startswith("model 'kling3': provider 'kling' is not one of ")
+    entry = API["veo31"] | {"provider": "pika"}
+    check({"pika22": dict(entry)}, SCHEMA, "registry")
+    (problem,) = setting_problems("pika22", "pika", entry["model_id"], entry["generation"])
+    assert problem.startswith("model 'pika22': provider 'pika' is not one of ")
     assert all(name in problem for name in PROVIDERS) and "video_api/providers.py" in problem
 
 

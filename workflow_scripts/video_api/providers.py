@@ -17,6 +17,7 @@ PROVIDERS = {  # registry `provider:` -> module of this package
     "sora": "sora",
     "runway": "runway",
     "seedance": "seedance",
+    "kling": "kling",
 }
 
 

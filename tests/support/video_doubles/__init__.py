@@ -13,6 +13,7 @@ MODULES = {  # shipped registry key -> module here
     "sora2": "sora",
     "gen45": "runway",
     "seedance2": "seedance",
+    "kling3": "kling",
 }
 
 

@@ -15,6 +15,7 @@ class Double(ABC):
     route: re.Pattern  # the paths it answers (fullmatch)
     refusal: str  # the provider's reason for an input it refuses, as the double gives it
     price: float  # the list price, USD per second of video (the paper's Table 10)
+    api_key: str  # the server's key (FakeVideoAPI sets it): what a signed token is checked with
 
     def base_url(self, url: str) -> str:
         """The registry entry's `base_url` that points its SDK at the server at `url`."""
