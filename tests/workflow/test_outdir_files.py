@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from tests.support.fake_video_api import FakeVideoAPI
+from tests.support.fake_video_api import API_KEY, FakeVideoAPI
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge
 from tests.support.video_api_run import KEY_ENV, api_config
@@ -31,7 +31,7 @@ def said(result, *words: str) -> None:
 def test_broken_outdir_files_are_named_with_their_fix_and_the_fixed_rerun_completes(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setenv(KEY_ENV, "test-video-key")
+    monkeypatch.setenv(KEY_ENV, API_KEY)
     monkeypatch.setenv("FAKE_VLM_KEY", "vlm-key")
     with FakeVideoAPI(polls=1) as fake, FakeVLM(Judge(tier=2, violations=[0, 1])) as vlm:
         config = api_config(tmp_path, fake) | {"models": ["veo31"]}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.support.fake_video_api import FakeVideoAPI
+from tests.support.fake_video_api import API_KEY, FakeVideoAPI
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
 from tests.support.video_api_run import KEY_ENV, MODELS, api_config
@@ -191,7 +191,7 @@ def test_a_requeued_generate_job_resumes_where_slurm_cut_it_off(slurm_cluster, t
 # Every provider's video API job requeued by SLURM mid-wait (`scontrol requeue`) waits on
 # the same operation when SLURM runs it again: one submission each.
 def test_a_requeued_api_job_waits_on_the_same_operation(slurm_cluster, tmp_path, monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "test-video-key")  # sbatch passes the environment on
+    monkeypatch.setenv(KEY_ENV, API_KEY)  # sbatch passes the environment on
     with FakeVideoAPI(polls=100_000) as fake:
         config = api_config(tmp_path, fake)  # a job per provider, all at once (8 CPUs)
         config["benchmark"] |= {"tasks": ["sorting"], "levels": [1]}
