@@ -46,6 +46,14 @@ def data_uri(image: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(Path(image).read_bytes()).decode()}"
 
 
+def unanswered(error: BaseException) -> Retry:
+    """An httpx request left unanswered: not taken if its connection never opened."""
+    import httpx
+
+    never = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+    return Retry.unanswered(error, connected=not never)
+
+
 def reason(code: str | None, message: str | None) -> str:
     """`refused: ...` or `failed: ...`, with the service's message and code."""
     kind = "refused" if any(word in (code or "") for word in REFUSALS) else "failed"
@@ -129,7 +137,7 @@ class Provider(VideoProvider):
         try:
             answer = self.downloads.get(url)
         except httpx.TransportError as error:
-            raise Retry.unanswered(error, not isinstance(error, httpx.ConnectError)) from None
+            raise unanswered(error) from None
         if answer.is_error:
             raise self.error_for(answer.status_code, answer.text, answer.headers, known_id=True)
         return answer.content
@@ -137,14 +145,12 @@ class Provider(VideoProvider):
     def _call(self, method, *args, known_id: bool = False, **kwargs):
         """`method`'s answer; its HTTP errors as ours (a refused submission: `Refused`). A
         business failure answered with HTTP 200 (a FAILED task) stays the SDK's error."""
-        import httpx
         from dashscope.v2 import errors
 
         try:
             return method(*args, **kwargs)
-        except errors.APIConnectionError as error:
-            cause = error.__cause__ or error
-            raise Retry.unanswered(cause, not isinstance(cause, httpx.ConnectError)) from None
+        except errors.APIConnectionError as error:  # the SDK's, from httpx's (its cause)
+            raise unanswered(error.__cause__ or error) from None
         except errors.APIStatusError as error:
             status, code, message = error.status_code, error.code, error.message
             if status == 200:
