@@ -125,14 +125,16 @@ def test_a_refused_video_is_asked_again_only_when_resubmission_is_allowed(tmp_pa
     assert retried.ok and len(submitted) == 1 and len(fake.submissions) == 2
 
 
-def test_a_cancelled_runway_task_is_never_waited_on_nor_submitted_again_unasked(tmp_path, fake):
-    """Runway's CANCELLED (a task cancelled or deleted in its console) makes no video: the
-    job stops as for an expired operation, and only resubmission submits again."""
+@pytest.mark.parametrize("name", ["gen45", "wan27"])
+def test_a_cancelled_task_is_never_waited_on_nor_submitted_again_unasked(tmp_path, fake, name):
+    """Runway's CANCELLED (a task cancelled or deleted in its console) and Model Studio's
+    CANCELED make no video: the job stops as for an expired operation, and only
+    resubmission submits again."""
     fake.refuse(IMAGE, "cancelled")
-    with pytest.raises(NotResumable, match="no longer knows operation .* is CANCELLED"):
-        run(tmp_path, fake, "gen45")
+    with pytest.raises(NotResumable, match="no longer knows operation .* is CANCELL?ED"):
+        run(tmp_path, fake, name)
     fake.outcomes.clear()
-    outcome, submitted = run(tmp_path, fake, "gen45", resubmit=True)
+    outcome, submitted = run(tmp_path, fake, name, resubmit=True)
     assert outcome.ok and len(submitted) == 1 and len(fake.submissions) == 2
 
 
@@ -147,6 +149,22 @@ def test_a_seedance_video_link_past_its_24_hours_needs_the_users_word(tmp_path, 
     assert first.ok and len(fake.submissions) == 1
     again, submitted = run(tmp_path, fake, "seedance2", resubmit=True)
     assert again.ok and len(submitted) == 1 and len(fake.submissions) == 2
+
+
+def test_a_prompt_wan_refuses_at_submission_is_recorded_with_no_task(tmp_path, fake):
+    """Model Studio's inspection answers HTTP 400 DataInspectionFailed to the submission: no
+    task, nothing billed; a rerun gives the recorded refusal without asking again."""
+    fake.doubles["wan27"].inspected.add("p")
+    for _ in range(2):
+        client = open_provider(spec("wan27", fake), fake.api_key)
+        try:
+            operation = Operation(tmp_path / "state.json", client)
+            outcome = operation.run(IMAGE, "p", lambda op: pytest.fail("billed"), 0.01, 5)
+        finally:
+            client.close()
+        assert outcome.reason.startswith("refused: Input data may contain inappropriate")
+        assert outcome.reason.endswith("(DataInspectionFailed)") and operation.submissions == 0
+    assert fake.submissions == [] and sum(r[0] == "POST" for r in fake.requests) == 1
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -35,6 +35,7 @@ SDK_MODULES = (  # the providers' SDKs and what only they import: a job's import
     "runwayml",
     "httpx",
     "jwt",
+    "dashscope",
 )
 PRICES = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["prices"]["video_seconds"]
 

@@ -171,7 +171,8 @@ def test_the_plan_prices_api_videos_and_costs_take_the_ledger(study):
         assert made.loc[model, "gpu_hours"] == 0
         assert made.loc[model, "calls"] == (ledger["model"] == model).sum() == billed
         assert made.loc[model, "cost"] == pytest.approx(billed * price)
-        assert judged.loc[model, "calls"] > 0
+        # judged: called, or from the judge's cache where another double made the same clip
+        assert judged.loc[model, ["calls", "cached_calls"]].sum() > 0
     print(f"\nplan before the run:\n{plan.to_string()}\ncosts after it:\n{costs.to_string()}")
 
 

@@ -18,6 +18,7 @@ PROVIDERS = {  # registry `provider:` -> module of this package
     "runway": "runway",
     "seedance": "seedance",
     "kling": "kling",
+    "wan27": "wan27",
 }
 
 

@@ -14,6 +14,7 @@ MODULES = {  # shipped registry key -> module here
     "gen45": "runway",
     "seedance2": "seedance",
     "kling3": "kling",
+    "wan27": "wan27",
 }
 
 
