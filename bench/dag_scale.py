@@ -94,7 +94,7 @@ PAPER, SMOKE = Size(None, 10, 7, 3), Size(3, 2, 2, 1, count_apart=False)
 def build_benchmark(root: Path, size: Size = PAPER) -> None:
     """Every task x level x instance in the official layout; one PNG, hard-linked."""
     png = root.parent / "frame.png"
-    Image.new("RGB", (32, 18), "white").save(png)
+    Image.new("RGB", (640, 360), "white").save(png)  # 16:9, as large as every API model takes
     tasks = [task for domain in yaml.safe_load(TAXONOMY.read_text()).values() for task in domain]
     for task in tasks[: size.tasks]:
         for level in LEVELS:

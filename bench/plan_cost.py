@@ -1,12 +1,11 @@
-"""`snakemake plan` on the paper-size half study of 5 models: its table and its CPU cost.
+"""`snakemake plan` on the paper's study (config/paper.yaml: its open, VBVR and commercial
+video models over the half subset) at the release's size: its table and its CPU cost.
 
 Builds, in a temporary directory, dag_scale.py's synthetic benchmark in the official
-layout (27 tasks x 3 levels x 10 instances; `subset: half` keeps 405), and a registry of
-the paper's five study models from config/models.yaml (wan22_i2v_a14b, wan21_i2v_14b,
-hunyuan15_i2v, ltx23_i2v, vbvr_wan22) whose `source` is an empty folder (the weights
-are not needed to plan; vbvr_wan22's LoRA is left out, it changes no figure of the plan),
-with the judge enabled and nothing run yet. It times, as child processes (CPU seconds
-from `os.wait4`, children included; median of `--repeats`):
+layout (27 tasks x 3 levels x 10 instances; `subset: half` keeps 405) and plans
+config/paper.yaml's models as config/models.yaml ships them (a plan needs no weights and
+no key), with the judge enabled and nothing run yet. It times, as child processes (CPU
+seconds from `os.wait4`, children included; median of `--repeats`):
 
 - `dry run`: `snakemake -n --quiet` (the whole study's DAG);
 - `plan`: `snakemake plan` (parses the workflow, runs the plan job);
@@ -22,7 +21,7 @@ every (model, task) again (every document looked at; none changed, so none parse
     python bench/plan_cost.py [--repeats N] [--tasks N] [--smoke]
 
 `--tasks N` keeps the first N tasks of the taxonomy (`benchmark.tasks`); `--smoke` (CI) is
-`--tasks 1 --repeats 1`: the five models over one task's 15 instances.
+`--tasks 1 --repeats 1`: the paper's models over one task's 15 instances.
 
 Prints the plan, a table of the timings, then (last line) one JSON object.
 """
@@ -48,32 +47,22 @@ from workflow_scripts.common.layout import MAIN
 from workflow_scripts.study.documents import LABELS, Study
 from workflow_scripts.study.status import StatusWriter
 
-MODELS = ["wan22_i2v_a14b", "wan21_i2v_14b", "hunyuan15_i2v", "ltx23_i2v", "vbvr_wan22"]
+MODELS = yaml.safe_load((REPO / "config/paper.yaml").read_text(encoding="utf-8"))["models"]
 RUNS = {"dry run": ["-n", "--quiet"], "plan": ["plan"], "plan -n": ["plan", "-n", "--quiet"]}
 
 
 def write_config(tmp: Path, tasks: int | None) -> Path:
-    """The five study models over empty weight folders, and the half study's config (of the
-    first `tasks` tasks of the taxonomy; None: all)."""
-    registry = yaml.safe_load((REPO / "config/models.yaml").read_text(encoding="utf-8"))
-    weights = tmp / "weights"
-    study = {}
+    """The half study of config/paper.yaml's models (of the first `tasks` tasks of the
+    taxonomy; None: all)."""
     names = [task for domain in yaml.safe_load(TAXONOMY.read_text()).values() for task in domain]
-    for model in MODELS:
-        entry = {k: v for k, v in registry[model].items() if k != "lora"}
-        entry["source"] = str(weights / model)
-        if stage := entry["generation"].get("stage_2"):
-            (weights / model / stage["upsampler"]).mkdir(parents=True)
-        (weights / model).mkdir(parents=True, exist_ok=True)
-        study[model] = entry
-    (tmp / "models.yaml").write_text(yaml.safe_dump(study, allow_unicode=True))
     config = {
         "outdir": str(tmp / "results"),
-        "model_registry": str(tmp / "models.yaml"),
+        "model_registry": str(REPO / "config/models.yaml"),
         "benchmark": {
             "root": str(tmp / "bench_data"),
             "taxonomy": str(TAXONOMY),
             "overlap": str(OVERLAP),
+            "paper_table": str(REPO / "tasks/paper_table2.csv"),
             "subset": "half",
             "tasks": names[:tasks] if tasks else "all",
         },
