@@ -38,11 +38,12 @@ def kill_when_polling(process, fake, count: int) -> None:
 
 
 def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch):
-    """Killed twice mid-wait (the second time a plain rerun), then --rerun-incomplete, then
-    every job forced: exactly one submission per video."""
+    """Every provider's video of one instance: killed twice mid-wait (the second time a plain
+    rerun), then --rerun-incomplete, then every job forced: exactly one submission each."""
     monkeypatch.setenv(KEY_ENV, API_KEY)
     with FakeVideoAPI(polls=POLLS) as fake:  # 25 polls of 0.2 s: each job waits ~5 s
         config = api_config(tmp_path, fake)
+        config["benchmark"] |= {"tasks": ["sorting"], "levels": [1]}  # one video a provider
         kill_when_polling(start(tmp_path, config, "generate_all"), fake, 2)
         states = list((tmp_path / "results" / "resume").glob("*/*/*/*.json"))
         assert {json.loads(p.read_text())["status"] for p in states} == {"submitted"}
@@ -57,13 +58,13 @@ def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch
         result = snakemake(tmp_path, config, "generate_all", "--rerun-incomplete")
         assert result.returncode == 0, result.stdout[-3000:]
         per_video = submissions_per_video(fake)
-        assert len(per_video) == 6 * len(MODELS) and set(per_video.values()) == {1}
+        assert len(per_video) == len(MODELS) and set(per_video.values()) == {1}
         logs = (tmp_path / "results" / "logs" / "generate_api").rglob("*.log")
         resumed = [log for log in logs if "resuming operation" in log.read_text()]
         assert len(resumed) == sum(killed)  # every cut-off job waited on its operation again
         again = snakemake(tmp_path, config, "generate_all", "--forcerun", "generate_api")
         assert again.returncode == 0, again.stdout[-3000:]
-        assert len(fake.submissions) == 6 * len(MODELS)  # a forced rerun: the same operations
+        assert len(fake.submissions) == len(MODELS)  # a forced rerun: the same operations
     print(f"\nkilled with {killed} new operations in flight; {len(fake.submissions)} submissions")
 
 
