@@ -159,8 +159,7 @@ class Provider(VideoProvider):
         try:
             return self.http.request(method, url, **kwargs)
         except httpx.TransportError as error:
-            connected = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-            raise Retry.unanswered(error, connected) from None
+            raise Retry.from_httpx(error) from None
 
     def close(self) -> None:
         self.http.close()

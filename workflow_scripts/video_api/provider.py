@@ -58,6 +58,15 @@ class Retry(Exception):
             return cls(f"connection failed: {type(error).__name__}: {error}")
         return cls(f"no answer: {type(error).__name__}", unsure=True)
 
+    @classmethod
+    def from_httpx(cls, error: BaseException) -> Retry:
+        """An httpx request left unanswered: not taken where its connection never opened
+        (a connect error or a connect timeout)."""
+        import httpx
+
+        never = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+        return cls.unanswered(error, connected=not never)
+
 
 class Refused(Exception):
     """The service refused the submission itself (a safety filter on the input, a policy):

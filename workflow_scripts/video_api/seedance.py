@@ -124,7 +124,7 @@ class Provider(VideoProvider):
         try:
             response = self.http.get(url)
         except httpx.TransportError as error:
-            raise unanswered(error) from None
+            raise Retry.from_httpx(error) from None
         if response.status_code in (403, 404):
             raise UnknownOperation(
                 f"its video link answered HTTP {response.status_code}: links are kept 24 hours"
@@ -147,15 +147,7 @@ class Provider(VideoProvider):
                 error.status_code, message, error.response.headers, code, known_id
             ) from None
         except ArkAPIConnectionError as error:
-            raise unanswered(error.__cause__ or error) from None
+            raise Retry.from_httpx(error.__cause__ or error) from None
 
     def close(self) -> None:
         self.client.close()  # and its httpx client, self.http
-
-
-def unanswered(error: BaseException) -> Retry:
-    """A request without an answer: not taken where the connection never opened."""
-    import httpx
-
-    never = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-    return Retry.unanswered(error, connected=not never)

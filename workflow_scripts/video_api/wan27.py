@@ -46,14 +46,6 @@ def data_uri(image: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(Path(image).read_bytes()).decode()}"
 
 
-def unanswered(error: BaseException) -> Retry:
-    """An httpx request left unanswered: not taken if its connection never opened."""
-    import httpx
-
-    never = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-    return Retry.unanswered(error, connected=not never)
-
-
 def reason(code: str | None, message: str | None) -> str:
     """`refused: ...` or `failed: ...`, with the service's message and code."""
     kind = "refused" if any(word in (code or "") for word in REFUSALS) else "failed"
@@ -137,7 +129,7 @@ class Provider(VideoProvider):
         try:
             answer = self.downloads.get(url)
         except httpx.TransportError as error:
-            raise unanswered(error) from None
+            raise Retry.from_httpx(error) from None
         if answer.is_error:
             raise self.error_for(answer.status_code, answer.text, answer.headers, known_id=True)
         return answer.content
@@ -150,7 +142,7 @@ class Provider(VideoProvider):
         try:
             return method(*args, **kwargs)
         except errors.APIConnectionError as error:  # the SDK's, from httpx's (its cause)
-            raise unanswered(error.__cause__ or error) from None
+            raise Retry.from_httpx(error.__cause__ or error) from None
         except errors.APIStatusError as error:
             status, code, message = error.status_code, error.code, error.message
             if status == 200:
