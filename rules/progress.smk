@@ -17,9 +17,8 @@ def study_description():
             nominal_clip(spec.provider, generation)
             if model in STUDY.api
             else {
-                "frames": generation.get(
-                    "num_frames"
-                ),  # a pipeline's or a held image's
+                # a pipeline's or a held image's
+                "frames": generation.get("num_frames"),
                 "fps": generation.get("fps"),
                 "width": generation.get("width"),
                 "height": generation.get("height"),
