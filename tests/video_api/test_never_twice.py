@@ -27,14 +27,17 @@ def start(workdir, config, *args) -> subprocess.Popen:
                                 stdout=log, stderr=log, start_new_session=True)  # fmt: skip
 
 
-def kill_when_polling(process, fake, count: int) -> None:
-    """SIGKILL Snakemake and its jobs once `count` operations exist and each was polled."""
+def kill_when_polling(process, fake, count: int, workdir) -> set[tuple[str, ...]]:
+    """SIGKILL Snakemake and its jobs once `count` operations exist and each was polled; the
+    (model, task, instance) whose operation the kill left in flight."""
     deadline = time.monotonic() + 300
     while len(fake.submissions) < count or any(op.polls_left == POLLS for op in fake.submissions):
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.1)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    states = (workdir / "results" / "resume").glob("*/*/*/*.json")
+    return {p.parts[-4:-1] for p in states if json.loads(p.read_text())["status"] == "submitted"}
 
 
 def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch):
@@ -44,12 +47,12 @@ def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch
     with FakeVideoAPI(polls=POLLS) as fake:  # 25 polls of 0.2 s: each job waits ~5 s
         config = api_config(tmp_path, fake)
         config["benchmark"] |= {"tasks": ["sorting"], "levels": [1]}  # one video a provider
-        kill_when_polling(start(tmp_path, config, "generate_all"), fake, 2)
-        states = list((tmp_path / "results" / "resume").glob("*/*/*/*.json"))
-        assert {json.loads(p.read_text())["status"] for p in states} == {"submitted"}
+        cut_off = kill_when_polling(start(tmp_path, config, "generate_all"), fake, 2, tmp_path)
+        assert len(cut_off) == 2  # both jobs killed with their operation submitted, unfinished
         killed = [len(fake.submissions)]
         assert snakemake(tmp_path, config, "--unlock").returncode == 0  # the killed run's lock
-        kill_when_polling(start(tmp_path, config, "generate_all"), fake, killed[0] + 2)
+        process = start(tmp_path, config, "generate_all")
+        cut_off |= kill_when_polling(process, fake, killed[0] + 2, tmp_path)
         killed.append(len(fake.submissions) - killed[0])
         fake.polls = 2
         for op in fake.submissions:
@@ -60,8 +63,11 @@ def test_a_run_killed_mid_wait_resumes_the_same_operations(tmp_path, monkeypatch
         per_video = submissions_per_video(fake)
         assert len(per_video) == len(MODELS) and set(per_video.values()) == {1}
         logs = (tmp_path / "results" / "logs" / "generate_api").rglob("*.log")
-        resumed = [log for log in logs if "resuming operation" in log.read_text()]
-        assert len(resumed) == sum(killed)  # every cut-off job waited on its operation again
+        resumed = {
+            (*log.parts[-3:-1], log.stem) for log in logs if "resuming operation" in log.read_text()
+        }
+        assert cut_off <= resumed  # every job a kill cut off waited on its operation again
+        assert len(resumed) <= sum(killed)  # and only jobs whose operation a killed run made
         again = snakemake(tmp_path, config, "generate_all", "--forcerun", "generate_api")
         assert again.returncode == 0, again.stdout[-3000:]
         assert len(fake.submissions) == len(MODELS)  # a forced rerun: the same operations
