@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +20,7 @@ from tests.aggregate.test_reliability import PREFERENCES, QUALITY
 from tests.judge.test_judge_workflow import jobs
 from tests.support.fake_vlm import FakeVLM, Received
 from tests.support.scripted_judge import Judge, kind
+from tests.support.shared import shared_folder
 from tests.support.videos import videos_config, write_videos
 from tests.support.workflow import default_config, snakemake
 from workflow_scripts.judge.templates import HERE as TEMPLATES
@@ -77,40 +81,61 @@ def write_preferences(path) -> None:
             writer.writerow([instance, MODELS[a], MODELS[b], preferred, annotator])
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """The study judged by main, then with two variants the tables: returns the folder,
-    the FakeVLM's requests by phase, and Snakemake's outputs."""
-    tmp_path = tmp_path_factory.mktemp("reliability")
-    config = write_study(tmp_path)
-    prompts = tmp_path / "prompts"
+def build_judged_study(folder: Path) -> None:
+    """The study judged by main, then with two variants the tables, in `folder` (outdir
+    `results`, relative: a copy is the same finished run): what the FakeVLM was asked in
+    each phase (model, kind, first text) in `requests.json`, and each Snakemake call's exit
+    status and output in `runs.json`."""
+    config = write_study(folder) | {"outdir": "results"}
+    prompts = folder / "prompts"
     prompts.mkdir()
     verdict = (TEMPLATES / "verdict.txt").read_text(encoding="utf-8")
     (prompts / "verdict.txt").write_text("# Count strictly\n" + verdict, encoding="utf-8")
-    write_preferences(tmp_path / "preferences.csv")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("FAKE_VLM_KEY", KEY)
-    with FakeVLM(Graded()) as fake:
+    write_preferences(folder / "preferences.csv")
+    with pytest.MonkeyPatch.context() as env, FakeVLM(Graded()) as fake:
+        env.setenv("FAKE_VLM_KEY", KEY)
         config["judge"] = {
             "enabled": True,
             "model": "fake-model",
             "base_url": fake.url,
             "api_key_env": "FAKE_VLM_KEY",
         }
-        main = snakemake(tmp_path, config, "judge_all")
+        main = snakemake(folder, config, "judge_all")
         main_requests = list(fake.requests)
-        config["judges"] = {
-            "reversed": {"model": "fake-reversed"},
-            "strict_verdict": {"prompts": str(prompts)},
-        }
-        config["judge_reliability"] = {"preferences": str(tmp_path / "preferences.csv")}
-        tables = snakemake(tmp_path, config, "judge_reliability", "judge_agreement")
+        config["judges"] = JUDGES | {"strict_verdict": {"prompts": str(prompts)}}
+        config["judge_reliability"] = {"preferences": str(folder / "preferences.csv")}
+        tables = snakemake(folder, config, "judge_reliability", "judge_agreement")
         variant_requests = fake.requests[len(main_requests) :]
         targets = ("judge_all", "judges_all", "judge_reliability", "judge_agreement")
-        again = snakemake(tmp_path, config, "-n", *targets)
-        everything = snakemake(tmp_path, config, "-n")
-    mp.undo()
-    return tmp_path, main_requests, variant_requests, (main, tables, again, everything)
+        again = snakemake(folder, config, "-n", *targets)
+        everything = snakemake(folder, config, "-n")
+    seen = {
+        phase: [{"model": r.model, "kind": kind(r), "first_text": r.texts[0]} for r in requests]
+        for phase, requests in (("main", main_requests), ("variants", variant_requests))
+    }
+    (folder / "requests.json").write_text(json.dumps(seen), encoding="utf-8")
+    runs = {"main": main, "tables": tables, "again": again, "everything": everything}
+    runs = {name: {"returncode": r.returncode, "stdout": r.stdout} for name, r in runs.items()}
+    (folder / "runs.json").write_text(json.dumps(runs), encoding="utf-8")
+
+
+JUDGES = {"reversed": {"model": "fake-reversed"}}  # and strict_verdict: a prompt of the study's
+
+
+def judged_study(tmp_path_factory) -> Path:
+    """The folder of the session's judged study (`build_judged_study`), shared with
+    tests/annotate/test_preferences.py: read it, or copy it to write."""
+    return shared_folder(tmp_path_factory, "judged_study", build_judged_study)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """The judged study's folder, the FakeVLM's requests by phase, and Snakemake's outputs."""
+    folder = judged_study(tmp_path_factory)
+    requests = json.loads((folder / "requests.json").read_text(encoding="utf-8"))
+    runs = json.loads((folder / "runs.json").read_text(encoding="utf-8"))
+    results = [SimpleNamespace(**runs[name]) for name in ("main", "tables", "again", "everything")]
+    return folder, requests["main"], requests["variants"], tuple(results)
 
 
 def test_variants_judged_with_the_cache_and_nothing_left_to_do(run):
@@ -121,17 +146,17 @@ def test_variants_judged_with_the_cache_and_nothing_left_to_do(run):
 
     def kinds(requests):
         return {
-            k: sum(kind(r) == k for r in requests) for k in ("completeness", "window1", "polish")
+            k: sum(r["kind"] == k for r in requests) for k in ("completeness", "window1", "polish")
         }
 
     # 24 videos, 3 calls each (completeness, one window, the verdict)
     assert kinds(main_requests) == dict.fromkeys(("completeness", "window1", "polish"), 24)
-    reversed_calls = [r for r in variant_requests if r.model == "fake-reversed"]
-    shared = [r for r in variant_requests if r.model == "fake-model"]
+    reversed_calls = [r for r in variant_requests if r["model"] == "fake-reversed"]
+    shared = [r for r in variant_requests if r["model"] == "fake-model"]
     assert kinds(reversed_calls) == kinds(main_requests)  # a new model: every call new
     # the new verdict template alone: only the 24 verdicts new, the 48 others cached
     assert kinds(shared) == {"completeness": 0, "window1": 0, "polish": 24}
-    assert all(r.texts[0].startswith("# Count strictly") for r in shared)
+    assert all(r["first_text"].startswith("# Count strictly") for r in shared)
     assert len(variant_requests) == 72 + 24
     assert "Nothing to be done" in again.stdout, again.stdout[-2000:]
     # `all` asks for the tables (done: no judge, variant or table job left for them)

@@ -16,15 +16,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.aggregate.test_reliability_workflow import Graded, write_study
+from tests.aggregate.test_reliability_workflow import KEY, judged_study
 from tests.annotate.test_annotate import press, text, wait
-from tests.support.fake_vlm import FakeVLM
+from tests.support.shared import copy_of
 from tests.support.workflow import REPO, default_config, snakemake
 from vgi_models.video import write_video
 from workflow_scripts.annotate.items import load_run
 from workflow_scripts.annotate.preferences import Triplet, assigned, draw
-
-KEY = "test-key-pref"
 
 
 class Server:
@@ -56,23 +54,12 @@ def rows(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
-    """Four models' videos judged by main and two variants; the config the page reads."""
-    tmp_path = tmp_path_factory.mktemp("preferences")
-    config = write_study(tmp_path)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("FAKE_VLM_KEY", KEY)
-    with FakeVLM(Graded()) as fake:
-        config["judge"] = {
-            "enabled": True,
-            "model": "fake-model",
-            "base_url": fake.url,
-            "api_key_env": "FAKE_VLM_KEY",
-        }
-        config["judges"] = {"reversed": {"model": "fake-reversed"}, "small": {"model": "fake-s"}}
-        config["judge_reliability"] = {"rankings": str(tmp_path / "rankings")}
-        result = snakemake(tmp_path, config, "judge_all", "judges_all")
-        assert result.returncode == 0, result.stdout[-3000:]
-    mp.undo()
+    """A copy of the session's judged study (four models' videos made elsewhere, judged by
+    main and two variants: tests/aggregate/test_reliability_workflow.py), its rankings to
+    come from the page; the config the page reads."""
+    tmp_path = copy_of(judged_study(tmp_path_factory), tmp_path_factory.mktemp("pref") / "study")
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text(encoding="utf-8"))
+    config["judge_reliability"] = {"rankings": str(tmp_path / "rankings")}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     return tmp_path, config
 
@@ -169,7 +156,7 @@ def test_two_annotators_rank_in_the_browser_and_the_rule_writes_the_tables(
     log = (tmp_path / "results/logs/judge_reliability.log").read_text()
     assert "7 preference pairs; dropped: 2 contradicted, 0 on cycles, 0 outside this run" in log
     table = pd.read_csv(tmp_path / "results/tables/judge_reliability.csv")
-    assert list(table["judge"]) == ["main", "reversed", "small"]
+    assert list(table["judge"]) == ["main", "reversed", "strict_verdict"]
     assert list(table["n_pairs"]) == [7, 7, 7] and list(table["n_strict_pairs"]) == [4, 4, 4]
     by_slice = pd.read_csv(tmp_path / "results/tables/judge_reliability_by_slice.csv")
     assert set(by_slice["slice_kind"]) == {"domain", "skill"}

@@ -17,11 +17,13 @@ from __future__ import annotations
 import base64
 import time
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.video_api.provider import Outcome, Refused, Retry, Setting, VideoProvider
+
+if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
+    import pandas as pd
 
 BASE_URL = "https://api-singapore.klingai.com"
 TASKS = "/v1/videos/image2video"

@@ -13,11 +13,13 @@ import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workflow_scripts.common.files import read_json, write_json
 from workflow_scripts.video_api.providers import resolution_of, seconds_of
+
+if TYPE_CHECKING:
+    import pandas
 
 LEDGER = "ledger"
 # A record is the only trace of a paid submission: nothing writes it again.
@@ -66,8 +68,10 @@ def record(outdir: str | Path, spec, run: str, task: str, instance: str, operati
     return entry
 
 
-def read_ledger(outdir: str | Path) -> pd.DataFrame:
+def read_ledger(outdir: str | Path) -> pandas.DataFrame:
     """Every submission of the run under `outdir`, one row each (COLUMNS), oldest first."""
+    import pandas as pd  # not for the jobs, which only write records
+
     rows = [
         read_json(path, RECORD_FIX, ["model", "operation", "cost"])
         for path in sorted((Path(outdir) / LEDGER).glob("*/*/*/*.json"))

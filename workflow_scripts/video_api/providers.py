@@ -7,10 +7,13 @@ name and settings, and never branches on a provider's name.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workflow_scripts.common.http import registered
 from workflow_scripts.video_api.provider import VideoProvider
+
+if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
+    import pandas as pd
 
 PROVIDERS = {  # registry `provider:` -> module of this package
     "veo": "veo",
