@@ -151,6 +151,8 @@ def test_a_missing_key_is_named_before_any_job(tmp_path, monkeypatch):
         assert result.returncode != 0
         needs = f"target generate_all needs it for {6 * len(MODELS)} generate_api jobs (API calls)."
         assert f"${KEY_ENV} is not set: {needs}" in result.stdout
+        assert "leave the video API models out of `models:`" in result.stdout
+        assert "targets without the judge" not in result.stdout  # no judge job lacks a key
         assert fake.requests == [] and not (tmp_path / "results" / "veo31").exists()
 
 

@@ -53,6 +53,8 @@ def test_a_target_needing_the_vlm_without_its_key_stops_before_any_job(
     print(f"snakemake --cores 2 {target} without the key: {wall:.2f} s wall, {cpu:.2f} CPU s")
     assert result.returncode == 1, result.stdout[-3000:]
     assert expected in result.stdout and "Nothing was run." in result.stdout
+    assert "ask for targets without the judge" in result.stdout
+    assert "video API models" not in result.stdout  # no video API job lacks a key
     assert "Select jobs to execute" not in result.stdout  # the scheduler never started
     assert not (tmp_path / "results").exists()  # no video, no frames/, no log
     assert wall < 30  # about 2 s on an idle machine (the check itself is after the DAG)

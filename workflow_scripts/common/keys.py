@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+VIDEO_API_RULE = "generate_api"  # the one rule whose key is a video API's
+
 
 def missing_key_error(
     jobs: Iterable[tuple[str, str]], targets: Sequence[str], environ: Mapping[str, str]
@@ -28,11 +30,22 @@ def missing_key_error(
         + " (API calls)."
         for variable, jobs_of in sorted(missing.items())
     ]
+    rules = {rule for jobs_of in missing.values() for rule in jobs_of}
+    ways = []
+    if rules - {VIDEO_API_RULE}:
+        ways.append(
+            "ask for targets without the judge (generate_all, gallery, export_official_all)"
+        )
+    if VIDEO_API_RULE in rules:
+        ways.append(
+            "leave the video API models out of `models:` (videos made elsewhere come in as "
+            "`source: videos`: docs/commercial-models.md, 'Videos made elsewhere instead')"
+        )
     return "\n".join(
         [
             *lines,
             "Nothing was run. Export the key (its variable is named by judge.api_key_env, "
             "a variant's api_key_env, or a video API model's api_key_env in the registry), "
-            "or ask for targets without the judge (generate_all, gallery, export_official_all).",
+            f"or {', or '.join(ways)}.",
         ]
     )
