@@ -23,20 +23,21 @@ def pytest_xdist_auto_num_workers(config):
 
 # The modules that run whole studies, longest first (measured on 2 cores): under xdist
 # (`--dist loadscope --no-loadscope-reorder`: a module's tests and its module fixtures on one
-# worker, modules handed out in this order) none of them is left alone at the end.
+# worker, modules handed out in this order) none of them is left alone at the end. The
+# preference tests copy the reliability tests' study (tests/support/shared.py): handed out
+# late, they find it built instead of waiting for it.
 LONGEST_FIRST = [
     "tests/workflow/test_sensitivity_run.py",
     "tests/workflow/test_workflow.py",
     "tests/workflow/test_slurm.py",
+    "tests/video_api/test_study.py",
+    "tests/study/test_study_workflow.py",
     "tests/aggregate/test_reliability_workflow.py",
     "tests/models/test_resumable.py",
     "tests/bench/test_bench_smoke.py",
-    "tests/workflow/test_reruns.py",
-    "tests/study/test_study_workflow.py",
-    "tests/annotate/test_preferences.py",
-    "tests/video_api/test_study.py",
-    "tests/video_api/test_never_twice.py",
     "tests/workflow/test_resume.py",
+    "tests/workflow/test_reruns.py",
+    "tests/video_api/test_never_twice.py",
     "tests/models/test_generate.py",
 ]
 
