@@ -48,10 +48,6 @@ class Provider(VideoProvider):
     FPS = 30  # not in Kling's API: as gateways list kling-v3's videos
 
     @classmethod
-    def seconds(cls, generation: dict) -> int:
-        return int(generation["duration"])
-
-    @classmethod
     def resolution(cls, generation: dict) -> str:
         return f"{HEIGHTS[generation['mode']]}p"
 

@@ -18,6 +18,8 @@ not counted. A service's error answer becomes one of the exceptions below
 
 from __future__ import annotations
 
+import base64
+import mimetypes
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,16 @@ if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
 
 ASPECT_TOLERANCE = 0.02  # relative: 1280x720 and 1920x1088 both fit 16:9
 IMPORT_VIDEOS = "docs/commercial-models.md, 'Videos made elsewhere instead'"
+
+
+def image_mime(image: Path) -> str:
+    """The media type of an input image file, by its extension (PNG where unknown)."""
+    return mimetypes.guess_type(str(image))[0] or "image/png"
+
+
+def data_uri(image: Path) -> str:
+    """An input image inline: `data:<type>;base64,<bytes>`."""
+    return f"data:{image_mime(image)};base64,{base64.b64encode(Path(image).read_bytes()).decode()}"
 
 
 @dataclass(frozen=True)
@@ -109,14 +121,15 @@ class VideoProvider(ABC):
 
     SETTINGS: dict[str, Setting] = {}  # the registry entry's `generation`, by SDK name
     SIZE_SETTING: str  # the setting that fixes the aspect (named where an image misfits)
+    DURATION_SETTING: str = "duration"  # the setting in seconds of video (what is billed)
     FPS: int  # the frame rate its videos come at (the plan's estimate before any exists)
 
     # -- the class side: a registry entry's settings, no SDK ------------------------------
 
     @classmethod
-    @abstractmethod
     def seconds(cls, generation: dict) -> int:
         """The seconds of video one submission asks for (what it is billed by)."""
+        return int(generation[cls.DURATION_SETTING])
 
     @classmethod
     @abstractmethod

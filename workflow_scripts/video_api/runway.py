@@ -14,8 +14,6 @@ for a retired model, so only HTTP 410 counts as one.
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError
@@ -25,6 +23,7 @@ from workflow_scripts.video_api.provider import (
     Setting,
     UnknownOperation,
     VideoProvider,
+    data_uri,
 )
 
 SUBMIT = "/v1/image_to_video"
@@ -43,10 +42,6 @@ class Provider(VideoProvider):
     }
     SIZE_SETTING = "ratio"
     FPS = 24  # not in Runway's API: assumed
-
-    @classmethod
-    def seconds(cls, generation: dict) -> int:
-        return int(generation["duration"])
 
     @classmethod
     def resolution(cls, generation: dict) -> str:
@@ -69,12 +64,10 @@ class Provider(VideoProvider):
         return request.method == "POST" and request.url.path.endswith(SUBMIT)
 
     def submit(self, image: Path, prompt: str) -> str:
-        mime = mimetypes.guess_type(str(image))[0] or "image/png"
-        data = base64.b64encode(Path(image).read_bytes()).decode()
         task = self._call(
             self.client.image_to_video.create,
             model=self.model_id,
-            prompt_image=f"data:{mime};base64,{data}",
+            prompt_image=data_uri(image),
             prompt_text=prompt,
             **self.generation,
         )

@@ -13,8 +13,6 @@ its 24 hours, are an `UnknownOperation`: the service holds no video of it any mo
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError
@@ -25,6 +23,7 @@ from workflow_scripts.video_api.provider import (
     Setting,
     UnknownOperation,
     VideoProvider,
+    data_uri,
 )
 
 SUBMIT = "/contents/generations/tasks"
@@ -50,10 +49,6 @@ class Provider(VideoProvider):
     }
     SIZE_SETTING = "ratio"
     FPS = 24  # Seedance's documented rate
-
-    @classmethod
-    def seconds(cls, generation: dict) -> int:
-        return int(generation["duration"])
 
     @classmethod
     def resolution(cls, generation: dict) -> str:
@@ -91,9 +86,7 @@ class Provider(VideoProvider):
         return request.method == "POST" and request.url.path.endswith(SUBMIT)
 
     def submit(self, image: Path, prompt: str) -> str:
-        mime = mimetypes.guess_type(str(image))[0] or "image/png"
-        data = base64.b64encode(Path(image).read_bytes()).decode()
-        frame = {"url": f"data:{mime};base64,{data}"}
+        frame = {"url": data_uri(image)}
         content = [
             {"type": "text", "text": prompt},
             {"type": "image_url", "image_url": frame, "role": "first_frame"},

@@ -26,11 +26,8 @@ class Provider(VideoProvider):
         "seconds": Setting(str, ("4", "8", "12"), required=True),
     }
     SIZE_SETTING = "size"
+    DURATION_SETTING = "seconds"
     FPS = 30  # not in Sora's API: assumed
-
-    @classmethod
-    def seconds(cls, generation: dict) -> int:
-        return int(generation["seconds"])
 
     @classmethod
     def resolution(cls, generation: dict) -> str:

@@ -7,11 +7,16 @@ asked for), or the safety filter's reasons (`rai_media_filtered_reasons`), or an
 
 from __future__ import annotations
 
-import mimetypes
 from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError
-from workflow_scripts.video_api.provider import Outcome, Retry, Setting, VideoProvider
+from workflow_scripts.video_api.provider import (
+    Outcome,
+    Retry,
+    Setting,
+    VideoProvider,
+    image_mime,
+)
 
 SUBMIT = ":predictLongRunning"
 HEIGHTS = {"720p": 720, "1080p": 1080}
@@ -32,11 +37,8 @@ class Provider(VideoProvider):
         "resize_mode": Setting(str, ("pad", "crop")),
     }
     SIZE_SETTING = "aspect_ratio"
+    DURATION_SETTING = "duration_seconds"
     FPS = 24  # Veo's documented rate
-
-    @classmethod
-    def seconds(cls, generation: dict) -> int:
-        return int(generation["duration_seconds"])
 
     @classmethod
     def resolution(cls, generation: dict) -> str:
@@ -72,10 +74,8 @@ class Provider(VideoProvider):
     def submit(self, image: Path, prompt: str) -> str:
         from google.genai import types
 
-        mime = mimetypes.guess_type(str(image))[0] or "image/png"
-        source = types.GenerateVideosSource(
-            prompt=prompt, image=types.Image(image_bytes=Path(image).read_bytes(), mime_type=mime)
-        )
+        frame = types.Image(image_bytes=Path(image).read_bytes(), mime_type=image_mime(image))
+        source = types.GenerateVideosSource(prompt=prompt, image=frame)
         config = types.GenerateVideosConfig(number_of_videos=1, **self.generation)
         operation = self._call(
             self.client.models.generate_videos, model=self.model_id, source=source, config=config

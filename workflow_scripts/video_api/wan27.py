@@ -17,8 +17,6 @@ from the input image: `resolution` names the tier, which is 1280x720 (720P) or 1
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 from pathlib import Path
 
 from workflow_scripts.video_api.provider import (
@@ -28,6 +26,7 @@ from workflow_scripts.video_api.provider import (
     Setting,
     UnknownOperation,
     VideoProvider,
+    data_uri,
 )
 
 INTERNATIONAL = "https://dashscope-intl.aliyuncs.com/api/v1"  # Singapore; keys are regional
@@ -39,11 +38,6 @@ GONE = {  # statuses of a task that will never have a video: handled as an expir
     "UNKNOWN": "expired after 24 h, or never made",
     "CANCELED": "cancelled while still pending, it makes no video",
 }
-
-
-def data_uri(image: Path) -> str:
-    mime = mimetypes.guess_type(str(image))[0] or "image/png"
-    return f"data:{mime};base64,{base64.b64encode(Path(image).read_bytes()).decode()}"
 
 
 def reason(code: str | None, message: str | None) -> str:
@@ -66,10 +60,6 @@ class Provider(VideoProvider):
     }
     SIZE_SETTING = "resolution"
     FPS = 30  # the paper's Table 10
-
-    @classmethod
-    def seconds(cls, generation: dict) -> int:
-        return int(generation["duration"])
 
     @classmethod
     def resolution(cls, generation: dict) -> str:
