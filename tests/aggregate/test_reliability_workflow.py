@@ -102,7 +102,10 @@ def build_judged_study(folder: Path) -> None:
         }
         main = snakemake(folder, config, "judge_all")
         main_requests = list(fake.requests)
-        config["judges"] = JUDGES | {"strict_verdict": {"prompts": str(prompts)}}
+        config["judges"] = {
+            "reversed": {"model": "fake-reversed"},
+            "strict_verdict": {"prompts": str(prompts)},
+        }
         config["judge_reliability"] = {"preferences": str(folder / "preferences.csv")}
         tables = snakemake(folder, config, "judge_reliability", "judge_agreement")
         variant_requests = fake.requests[len(main_requests) :]
@@ -117,9 +120,6 @@ def build_judged_study(folder: Path) -> None:
     runs = {"main": main, "tables": tables, "again": again, "everything": everything}
     runs = {name: {"returncode": r.returncode, "stdout": r.stdout} for name, r in runs.items()}
     (folder / "runs.json").write_text(json.dumps(runs), encoding="utf-8")
-
-
-JUDGES = {"reversed": {"model": "fake-reversed"}}  # and strict_verdict: a prompt of the study's
 
 
 def judged_study(tmp_path_factory) -> Path:

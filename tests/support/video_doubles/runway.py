@@ -36,9 +36,6 @@ class Double(Base):
     def short(self, generation: dict) -> dict:
         return generation | {"duration": 2}
 
-    def key(self, headers) -> str | None:
-        return headers.get("authorization", "").removeprefix("Bearer ")
-
     def signed(self, path: str) -> bool:
         return path.startswith("/runway/")
 

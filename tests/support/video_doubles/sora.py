@@ -41,9 +41,6 @@ class Double(Base):
     def short(self, generation: dict) -> dict:
         return generation | {"seconds": "4"}
 
-    def key(self, headers) -> str | None:
-        return headers.get("authorization", "").removeprefix("Bearer ")
-
     def error(self, status: int, message: str, code: str | None = None) -> dict:
         code = code or CODES.get(status)
         return {"error": {"message": message, "type": "invalid_request_error", "param": None,
