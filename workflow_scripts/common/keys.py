@@ -7,6 +7,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 VIDEO_API_RULE = "generate_api"  # the one rule whose key is a video API's
+# Where the docs say how a model's videos made elsewhere come in (`source: videos`).
+IMPORT_VIDEOS = "docs/commercial-models.md, 'Videos made elsewhere instead'"
 
 
 def missing_key_error(
@@ -39,7 +41,7 @@ def missing_key_error(
     if VIDEO_API_RULE in rules:
         ways.append(
             "leave the video API models out of `models:` (videos made elsewhere come in as "
-            "`source: videos`: docs/commercial-models.md, 'Videos made elsewhere instead')"
+            f"`source: videos`: {IMPORT_VIDEOS})"
         )
     return "\n".join(
         [

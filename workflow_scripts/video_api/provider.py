@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
+from workflow_scripts.common.keys import IMPORT_VIDEOS
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
     import pandas as pd
 
 ASPECT_TOLERANCE = 0.02  # relative: 1280x720 and 1920x1088 both fit 16:9
-IMPORT_VIDEOS = "docs/commercial-models.md, 'Videos made elsewhere instead'"
 
 
 def image_mime(image: Path) -> str:
