@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 ETC = Path("/etc/slurm")
@@ -32,8 +33,9 @@ DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "squeue", "sinfo", "scontrol", "scancel")
 INSTALL = "apt-get install -y --no-install-recommends slurm-wlm slurmctld slurmd slurm-client munge"
 
+CLUSTER = "vgitest"
 SLURM_CONF = """\
-ClusterName=vgitest
+ClusterName={cluster}
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
@@ -117,7 +119,7 @@ def _write_config(folder: Path) -> None:
     prolog.write_text(TASK_PROLOG.format(dir=folder))
     prolog.chmod(0o755)
     ports = {"ctld_port": _free_port(), "slurmd_port": _free_port()}
-    conf = SLURM_CONF.format(dir=folder, **ports)
+    conf = SLURM_CONF.format(cluster=CLUSTER, dir=folder, **ports)
     (ETC / "slurm.conf").write_text(conf)
     (ETC / "gres.conf").write_text(f"Name=gpu File={folder}/gpus/nvidia[0-1]\n")
 
@@ -181,6 +183,17 @@ def _stop(daemons: dict) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    _kill_left_behind()
+
+
+def _kill_left_behind() -> None:
+    """Kill what this cluster's jobs left running: proctrack/linuxproc follows a job's
+    processes by their parents, so one that outlived its parent (a batch script's Snakemake
+    hung on the SIGTERM of a requeue) escapes scancel; a cgroup-tracked cluster kills it."""
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get("SLURM_CLUSTER_NAME") == CLUSTER:
+                process.kill()
 
 
 def _start(daemons: dict, folder: Path, command: list[str], **popen) -> None:
