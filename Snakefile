@@ -33,6 +33,7 @@ include: "rules/generate.smk"
 include: "rules/judge.smk"
 include: "rules/transitions.smk"
 include: "rules/report.smk"
+include: "rules/images.smk"
 include: "rules/gallery.smk"
 include: "rules/study.smk"
 
@@ -52,6 +53,7 @@ rule all:
         ),
         rules.gallery.output.index,
         rules.export_official_all.input,
+        rules.image_all.input,
 
 
 # Before any job: the API key of every job about to call an API, the weights of every model

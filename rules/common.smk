@@ -29,6 +29,7 @@ from workflow_scripts.judge.checkpoints import checkpoint_steps
 from workflow_scripts.judge.settings import (
     MAIN,
     frame_params,
+    image_instance_params,
     instance_params,
     judge_configs,
     judge_params,
@@ -136,7 +137,7 @@ shell.prefix(SHELL_PREFIX.replace("{", "{{").replace("}", "}}"))
 
 
 wildcard_constraints:
-    model="|".join(map(re.escape, RUNS)),
+    model="|".join(map(re.escape, [*RUNS, *STUDY.image_models])),
     task=TASK_NAME.pattern,
     instance="[^/]+_lv[0-9]+_[^/]+",
 
@@ -429,3 +430,63 @@ def report_judge_errors(failed=False):
     )
     if line:
         logger.warning(line)
+
+
+# The image branch (rules/images.smk): its instances, judge params and images.
+IMAGE_INSTANCES = STUDY.image_instances
+IMAGE_TASKS = {
+    task: list(group.index)
+    for task, group in IMAGE_INSTANCES.groupby("task", sort=False)
+}
+IMAGE_JUDGE_PARAMS = judge_params(config["judge"], ["image"])
+IMAGE_PAPER_ROWS = paper_rows(REGISTRY, list(STUDY.image_models))
+IMAGE_RUNS = [  # every image of the branch
+    f"{RUN}/image.png".format(model=model, task=task, instance=instance)
+    for model in STUDY.image_models
+    for instance, task in IMAGE_INSTANCES["task"].items()
+]
+
+
+def image_task(wildcards):
+    """The task's instances in the image branch; another task is an error naming it."""
+    try:
+        return IMAGE_TASKS[wildcards.task]
+    except KeyError:
+        raise WorkflowError(
+            f"{wildcards.task} has no instances in the image branch (a selected task that "
+            f"ships prompt/image_gen_prompt/{wildcards.task}.txt; see "
+            f"{OUT}/instances/selected.csv)."
+        ) from None
+
+
+@functools.cache
+def image_task_inputs(task):
+    """The input and reference images of `task`'s image instances, and what the image
+    judge reads of each instance by id."""
+    rows = IMAGE_INSTANCES.loc[IMAGE_TASKS[task]]
+    images = [path for path in [*rows["image"], *rows["gt_image"]] if path]
+    return images, {
+        instance: image_instance_params(row) for instance, row in rows.iterrows()
+    }
+
+
+def image_references(wildcards):
+    """Input function: the input and reference images of the job's task."""
+    image_task(wildcards)
+    return image_task_inputs(wildcards.task)[0]
+
+
+def image_instances(wildcards):
+    """Params function: what the image judge reads of the task's instances, by id."""
+    image_task(wildcards)
+    return image_task_inputs(wildcards.task)[1]
+
+
+def image_task_runs(wildcards):
+    """Input function: the images of every image instance of the job's task."""
+    return [
+        f"{RUN}/image.png".format(
+            model=wildcards.model, task=wildcards.task, instance=i
+        )
+        for i in image_task(wildcards)
+    ]

@@ -31,6 +31,8 @@ rule gallery:
         images=INSTANCES["image"].tolist(),
         scores=judge_targets(rules.judge_all.input),
         transitions=judge_targets(rules.transitions_all.input),
+        generated_images=IMAGE_RUNS,  # the image branch's, beside the same instances
+        image_scores=judge_targets(rules.image_tables.input.scores),
     output:
         index=f"{OUT}/gallery/index.html",
         pages=expand(

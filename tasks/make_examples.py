@@ -4,7 +4,8 @@ Four tasks (one per domain), three levels, two instances per level (3-digit ids)
 
     <root>/<task>/input_image/lv<N>/<task>_lv<N>_<id>.png
     <root>/<task>/input_image/lv<N>/<task>_lv<N>_<id>_gt.png      (sorting: reference image)
-    <root>/<task>/prompt/{video,image}_gen_prompt/<task>.txt
+    <root>/<task>/prompt/video_gen_prompt/<task>.txt
+    <root>/<task>/prompt/image_gen_prompt/<task>.txt             (all but block_assembly)
     <root>/<task>/judge_spec/_judge_rubric_<task>.json
     <root>/<task>/judge_spec/_completeness_judge.txt
     <root>/<task>/judge_spec/_gt_desc_<task>.json                  (clock_running)
@@ -189,6 +190,12 @@ TEXT = {
             "walls stay fixed and the camera does not move. The video ends with the green "
             "dot on top of the red dot."
         ),
+        "image_prompt": (
+            "This is a square maze seen from above. Show the maze after the green dot has "
+            "travelled through the corridors, never crossing a black wall, to the red dot: "
+            "the green dot now sits on top of the red dot. The walls, the colours and the "
+            "framing stay as in the input image."
+        ),
         "rubric": [
             "Move the green dot through the maze corridors until it reaches the red goal dot.",
             "The green dot never passes through or over a black wall.",
@@ -214,6 +221,12 @@ TEXT = {
             "Rearrange the bars so that they are sorted from left to right by height, "
             "shortest on the left and tallest on the right. Move the bars one at a time; "
             "each bar keeps its own colour and height. The camera does not move."
+        ),
+        "image_prompt": (
+            "The image shows coloured bars of different heights standing on a line. Show "
+            "the same bars sorted from left to right by height, shortest on the left and "
+            "tallest on the right; each bar keeps its own colour and height, and nothing "
+            "else in the picture changes."
         ),
         "rubric": [
             "Rearrange the coloured bars so that they stand sorted left to right from shortest "
@@ -241,6 +254,11 @@ TEXT = {
             "steady speed and the hour hand moves along with it at the correct rate. The "
             "clock face stays the same and the camera does not move. The video ends "
             f"showing the time {CLOCK_RUN_TEXT} after the starting time."
+        ),
+        "image_prompt": (
+            "This is an analogue clock; the red triangle marks 12 o'clock. Show the same "
+            f"clock {CLOCK_RUN_TEXT} later: both hands at the positions of the new time, "
+            "the clock face and everything around it unchanged."
         ),
         "rubric": [
             f"Let the clock run forward by {CLOCK_RUN_TEXT}, with both hands moving correctly.",
@@ -315,9 +333,11 @@ def write_json(path, data, encoding="utf-8"):
 def write_task(root, task, spec):
     base = root / task
     shutil.rmtree(base, ignore_errors=True)
-    for kind in ("video_gen_prompt", "image_gen_prompt"):
-        (base / f"prompt/{kind}").mkdir(parents=True)
-        (base / f"prompt/{kind}/{task}.txt").write_text(spec["prompt"] + "\n")
+    prompts = {"video_gen_prompt": spec["prompt"], "image_gen_prompt": spec.get("image_prompt")}
+    for kind, prompt in prompts.items():
+        if prompt:  # as in the release, a task whose goal fits no single image has none
+            (base / f"prompt/{kind}").mkdir(parents=True)
+            (base / f"prompt/{kind}/{task}.txt").write_text(prompt + "\n")
     (base / "judge_spec").mkdir()
     (base / "judge_spec/_completeness_judge.txt").write_text(spec["tiers"])
     refs = {}

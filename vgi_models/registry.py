@@ -25,6 +25,7 @@ PIPELINE = "pipeline"  # a local diffusers pipeline (`family`), with denoising c
 API = "api"  # a commercial video API (`provider`): made by the workflow, no checkpoints
 VIDEOS = "videos"  # a folder of videos made elsewhere: no pipeline, no checkpoints
 STATIC = "static"  # the input image held for the clip's length: a baseline, no GPU, no cost
+IMAGES = "images"  # a folder of an image model's images made elsewhere: the image branch
 TINY = "tiny"  # a pipeline's `source`: randomly initialised weights, built from config
 API_FIELDS = ("provider", "model_id", "api_key_env", "base_url")
 # What a job reads from the registry itself, not from its params: how the model runs or is
@@ -35,14 +36,15 @@ HOW_IT_RUNS = ("runtime", "resources", "api_key_env", "base_url")
 @dataclass(frozen=True)
 class ModelSpec:
     """One registry entry. `kind` says how its videos are made (`PIPELINE`, `API`, `VIDEOS`,
-    `STATIC`);
+    `STATIC`), or that it is an image model whose images were made elsewhere (`IMAGES`);
     `source` is the registry's, for a pipeline where its weights are (`tiny`, a folder, a hub
     id). `generation` holds every setting that shapes the video; an entry with
     `source: videos` has none, only the `videos` folder it reads. An entry with `source: api`
     names its `provider` (veo, sora), the provider's `model_id`, the variable holding its key
     (`api_key_env`) and optionally an endpoint (`base_url`); its `generation` holds the
     provider's own settings, named as its SDK names them. An entry with `source: static` is
-    the input image held still: its `generation` holds the clip's `num_frames` and `fps`."""
+    the input image held still: its `generation` holds the clip's `num_frames` and `fps`.
+    An entry with `source: images` reads its `images` folder."""
 
     key: str
     kind: str
@@ -54,6 +56,7 @@ class ModelSpec:
     runtime: dict
     lora: dict | None = None
     videos: str | None = None
+    images: str | None = None
     provider: str | None = None
     model_id: str | None = None
     api_key_env: str | None = None
@@ -62,7 +65,12 @@ class ModelSpec:
     @property
     def generates(self) -> bool:
         """Whether the workflow makes this model's videos (a pipeline or a video API)."""
-        return self.kind != VIDEOS
+        return self.kind not in (VIDEOS, IMAGES)
+
+    @property
+    def output(self) -> str:
+        """What the model makes: `video`, or `image` (the image branch)."""
+        return "image" if self.kind == IMAGES else "video"
 
     @property
     def denoises(self) -> bool:
@@ -96,6 +104,8 @@ class ModelSpec:
         """Everything in the entry that determines a generated video (not how it runs)."""
         if self.kind == VIDEOS:
             return {"source": VIDEOS, "videos": self.videos}
+        if self.kind == IMAGES:
+            return {"source": IMAGES, "images": self.images}
         if self.kind == STATIC:
             return {"source": STATIC, "generation": self.generation}
         if self.kind == API:  # not how it is reached: key variable, endpoint
@@ -164,17 +174,17 @@ def with_defaults(entries: dict) -> dict:
     return entries
 
 
-def resolve_videos(entries: dict, root: str | None) -> dict:
-    """The entries with each `source: videos` folder given relative (an id of the dataset's
-    published generations, say) taken under `root` (the config's `videos_root`; None: as
-    given, from the working directory)."""
-    if not root:
-        return entries
+def resolve_folders(entries: dict, roots: dict[str, str | None]) -> dict:
+    """The entries with each `source: videos` or `source: images` folder given relative (an
+    id of the dataset's published generations, say) taken under its root (`roots` by
+    source: the config's `videos_root`, `images_root`; None: as given, from the working
+    directory)."""
     resolved = {}
     for key, entry in entries.items():
-        folder = entry.get("videos") if entry.get("source") == VIDEOS else None
-        if folder and not Path(folder).is_absolute():
-            entry = entry | {"videos": str(Path(root) / folder)}
+        source = entry.get("source")
+        folder, root = entry.get(source), roots.get(source)
+        if source in (VIDEOS, IMAGES) and root and folder and not Path(folder).is_absolute():
+            entry = entry | {source: str(Path(root) / folder)}
         resolved[key] = entry
     return resolved
 
@@ -186,7 +196,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
         source = entry["source"]
         specs[key] = ModelSpec(
             key=key,
-            kind=source if source in (API, VIDEOS, STATIC) else PIPELINE,
+            kind=source if source in (API, VIDEOS, STATIC, IMAGES) else PIPELINE,
             family=entry.get("family"),
             source=source,
             dtype=entry["dtype"],
@@ -195,6 +205,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
             runtime=entry["runtime"],
             lora=entry.get("lora"),
             videos=entry.get("videos"),
+            images=entry.get("images"),
             **{name: entry.get(name) for name in API_FIELDS},
         )
     return specs
@@ -222,9 +233,10 @@ def problems_of(
             found.append(f"models: {key!r} is not in the model registry ({', '.join(specs)})")
             continue
         spec = specs[key]
-        if spec.kind == VIDEOS:
-            if not Path(spec.videos).is_dir():
-                found.append(f"model {key!r}: videos folder not found ({spec.videos})")
+        if spec.kind in (VIDEOS, IMAGES):
+            folder = spec.videos if spec.kind == VIDEOS else spec.images
+            if not Path(folder).is_dir():
+                found.append(f"model {key!r}: {spec.kind} folder not found ({folder})")
             continue
         if spec.calls_api or spec.kind == STATIC:  # API settings: checked with the instances
             continue

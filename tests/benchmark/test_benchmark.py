@@ -75,6 +75,7 @@ def test_good_root_loads(tmp_path, meta):
     make_task(root, "clock", {1: ["001"], 2: ["001"], 3: ["001"]})
     image(maze / "input_image" / "lv1" / "maze_lv1_001_gt.jpg", (20, 20))
     write(maze / "_raw" / "lv2" / "maze_lv2_001_gt_desc.json", '{"description": "Exit below."}')
+    write(maze / "prompt" / "image_gen_prompt" / "maze.txt", "Show the dot at the exit.\n")
 
     table = load_instances(root, *meta)
 
@@ -88,6 +89,7 @@ def test_good_root_loads(tmp_path, meta):
         "overlap_group",
         "image",
         "prompt",
+        "image_prompt",
         "goal",
         "checklist",
         "tier_standard",
@@ -109,6 +111,8 @@ def test_good_root_loads(tmp_path, meta):
     assert (row.domain, row.skills, row.overlap_group) == ("puzzles", ("planning",), "overlap")
     assert row.image == str(maze / "input_image" / "lv1" / "maze_lv1_001.png")
     assert row.prompt == "Go."
+    assert row.image_prompt == "Show the dot at the exit."  # the image branch's
+    assert table.loc["clock_lv1_001", "image_prompt"] is None  # a video-only task
     assert row.goal == "Reach the goal."
     assert row.checklist == ("No wall is crossed.", "Smooth.")
     assert row.tier_standard == "2: done; 1: partly; 0: not at all."

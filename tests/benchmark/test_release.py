@@ -18,7 +18,7 @@ from tests.support.videos import videos_config
 from tests.support.workflow import REPO, default_config, snakemake
 from workflow_scripts.benchmark import rubric
 from workflow_scripts.benchmark.instances import load_instances
-from workflow_scripts.benchmark.videos import find_videos
+from workflow_scripts.benchmark.made_elsewhere import find_outputs
 from workflow_scripts.common import layout
 
 META = (REPO / "tasks" / "task_names.yaml", REPO / "tasks" / "overlap.yaml")
@@ -112,7 +112,7 @@ def test_find_videos_with_or_without_prefix(release, tmp_path):
         folder / "sorting" / "sorting_lv1_001.mp4", folder / "sorting" / "ext_sorting_lv1_001.mp4"
     )
     (folder / "maze_square" / "published_maze_square_lv1_002.mp4").unlink()
-    videos, problems = find_videos("ext", str(folder), table)
+    videos, problems = find_outputs("ext", str(folder), table)
     assert videos["maze_square_lv1_001"].endswith("maze_square/published_maze_square_lv1_001.mp4")
     assert sorted(problems) == [
         f"maze_square_lv1_002: no video of model 'ext' (published_maze_square_lv1_002.mp4 or "

@@ -9,7 +9,7 @@ Level 1 of three tasks of tasks/task_names.yaml, 3-digit ids, 5 instances:
   `default` for 002); `_gt_desc` task-wide and per instance under `_raw/`.
 - sorting (001): one task-wide `{"rubric", "answer"}`; a `_raw/.../_sim_gt.png` image.
 
-Every task also has `prompt/image_gen_prompt/`, which the workflow ignores.
+Every task also has `prompt/image_gen_prompt/` (the image branch's prompt).
 """
 
 from __future__ import annotations

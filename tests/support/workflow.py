@@ -33,7 +33,7 @@ def default_config(workdir: Path, **benchmark) -> dict:
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text(encoding="utf-8"))
     config["outdir"] = str(workdir / "results")
     config["model_registry"] = str(REPO / "config" / "models.yaml")
-    for key in ("root", "taxonomy", "overlap", "paper_table"):
+    for key in ("root", "taxonomy", "overlap", "paper_table", "paper_image_table"):
         config["benchmark"][key] = str(REPO / config["benchmark"][key])
     config["benchmark"].update(benchmark)
     return config

@@ -161,3 +161,37 @@ def paper_bars(table: pd.DataFrame, path: str | Path) -> Figure:
     ax.set(ylabel="final x 100", ylim=(0, 100))
     ax.legend(fontsize="small")
     return _save(fig, path)
+
+
+def image_bars(table: pd.DataFrame, vs_paper: pd.DataFrame, path: str | Path) -> Figure:
+    """Table 4: each model's success rate at Easy, Mid, Hard and Avg. with its 95% CI, and
+    the paper's Avg. beside it where the model has a row there (image_success.csv,
+    image_vs_paper.csv)."""
+    table = table.astype({"level": str})
+    models = list(dict.fromkeys(table["model"]))
+    fig = Figure(figsize=(2.5 + 1.2 * max(len(models), 1), 3.8), layout="constrained")
+    ax = fig.subplots()
+    if not models:
+        ax.text(0.5, 0.5, "no judged image", ha="center", va="center")
+        return _save(fig, path)
+    x, width = np.arange(len(models)), 0.17
+    for k, (level, label) in enumerate(
+        {"1": "Easy", "2": "Mid", "3": "Hard", "avg": "Avg."}.items()
+    ):
+        rows = table[table.level == level].set_index("model").reindex(models)
+        rate = rows["success"].to_numpy(float)
+        error = np.nan_to_num([rate - rows["success_ci_low"], rows["success_ci_high"] - rate])
+        ax.bar(x + (k - 2) * width, rate, width, yerr=error, capsize=2, label=label)
+    paper = vs_paper.astype({"level": str})
+    paper = paper[paper.level == "avg"].set_index("model")["paper"].reindex(models)
+    if paper.notna().any():
+        ax.scatter(x + 2 * width, paper, marker="D", color="k", clip_on=False, label="paper Avg.")
+    ax.set(ylabel="success rate (%)", ylim=(0, 100))
+    ax.set_xticks(x, models, rotation=30, ha="right")
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda k: labels[k] == "paper Avg.")  # bars first
+    fig.legend(
+        [handles[k] for k in order], [labels[k] for k in order],
+        loc="outside upper center", ncols=len(labels), fontsize="small",
+    )  # fmt: skip
+    return _save(fig, path)

@@ -30,6 +30,7 @@ COLUMNS = (
     "overlap_group",
     "image",
     "prompt",
+    "image_prompt",
     "goal",
     "checklist",
     "tier_standard",
@@ -231,6 +232,11 @@ def _load_task(
     spec = task_dir / "judge_spec"
     prompt_path = task_dir / "prompt" / "video_gen_prompt" / f"{task}.txt"
     prompt = _read_text(prompt_path, "prompt", task_problems)
+    # the image branch's prompt: only tasks whose goal fits one image ship it
+    image_prompt_path = task_dir / "prompt" / "image_gen_prompt" / f"{task}.txt"
+    image_prompt = None
+    if image_prompt_path.exists():
+        image_prompt = _read_text(image_prompt_path, "image prompt", task_problems)
     rubric_path = spec / f"_judge_rubric_{task}.json"
     entries = _read_rubric(rubric_path, task_problems)
     standard = _read_text(spec / "_completeness_judge.txt", "tier standard", task_problems)
@@ -272,6 +278,7 @@ def _load_task(
                 "overlap_group": groups.get(task, "unassigned"),
                 "image": str(image),
                 "prompt": prompt,
+                "image_prompt": image_prompt,
                 "goal": goal,
                 "checklist": checklist,
                 "tier_standard": standard,

@@ -1,6 +1,14 @@
-"""The paper's Table 2 as published (`benchmark.paper_table`: final x 100 overall and by
-domain, with its source) and the registry's links to it: an entry's `paper_row` names the
-row its videos are compared with in tables/vs_paper.csv."""
+"""The paper's published tables as data, each row with its source, and the registry's links
+to Table 2: an entry's `paper_row` names the row its videos are compared with in
+tables/vs_paper.csv.
+
+- Table 2 (`benchmark.paper_table`, tasks/paper_table2.csv): the video models' final x 100
+  overall and by domain.
+- Table 4 (`benchmark.paper_image_table`, tasks/paper_table4.csv): the image models' success
+  rate in percent at each level (easy, mid, hard: levels 1, 2, 3) and `avg`, the unweighted
+  mean of the three levels. The official image judge compares each image with the task's
+  ground-truth image, which the public release withholds.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +16,25 @@ from pathlib import Path
 
 import pandas as pd
 
-COLUMNS = ["row", "name", "type", "overall", "source"]  # the rest: one per domain
+TABLE2, TABLE4 = "benchmark.paper_table", "benchmark.paper_image_table"
+REQUIRED = {  # each table's columns by its config key; Table 2's rest: one per domain
+    TABLE2: ["row", "name", "type", "overall", "source"],
+    TABLE4: ["row", "name", "type", "avg", "easy", "mid", "hard", "source"],
+}
+COLUMNS = REQUIRED[TABLE2]
 
 
-def read_paper_table(path: str | Path) -> pd.DataFrame:
-    """The published leaderboard by row id; a ValueError naming the file if it is not one."""
+def read_paper_table(path: str | Path, key: str = TABLE2) -> pd.DataFrame:
+    """The published table of config `key` by row id; a ValueError naming the key and the
+    file if it is not one (unreadable, without `REQUIRED[key]`, a row id repeated)."""
     try:
         table = pd.read_csv(path, dtype={"row": str})
     except (OSError, ValueError) as err:
-        raise ValueError(f"benchmark.paper_table {path}: not readable as CSV ({err})") from None
-    missing = [column for column in COLUMNS if column not in table.columns]
+        raise ValueError(f"{key} {path}: not readable as CSV ({err})") from None
+    missing = [column for column in REQUIRED[key] if column not in table.columns]
     if missing or table["row"].duplicated().any():
         problem = f"lacks {', '.join(missing)}" if missing else "repeats a row id"
-        raise ValueError(f"benchmark.paper_table {path} {problem}")
+        raise ValueError(f"{key} {path} {problem}")
     return table.set_index("row")
 
 

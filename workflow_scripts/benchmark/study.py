@@ -9,12 +9,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from vgi_models.registry import STATIC, ModelSpec, load_registry, problems_of, resolve_videos
+from vgi_models.registry import (
+    IMAGES,
+    STATIC,
+    VIDEOS,
+    ModelSpec,
+    load_registry,
+    problems_of,
+    resolve_folders,
+)
 from workflow_scripts.benchmark.conditions import load_conditions
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
+from workflow_scripts.benchmark.made_elsewhere import find_outputs
 from workflow_scripts.benchmark.paper import paper_row_problems
-from workflow_scripts.benchmark.videos import find_videos
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.video_api.providers import image_problems, setting_problems
@@ -39,6 +47,8 @@ class Study:
     `videos` holds, for each model with `source: videos`, its video of every instance.
     `conditions` holds each input condition's instance table (the main run, `default`,
     is `instances`); `seeds` the config's `seeds` (None: each model's registry seed).
+    `image_models` are the image branch's models (`image_models:`), `images` each one's
+    image of every instance of `image_instances`.
     """
 
     models: dict[str, ModelSpec]
@@ -48,6 +58,13 @@ class Study:
     videos: dict[str, dict[str, str]] = field(default_factory=dict)
     conditions: dict[str, pd.DataFrame] = field(default_factory=dict)
     seeds: tuple[int, ...] | None = None
+    image_models: dict[str, ModelSpec] = field(default_factory=dict)
+    images: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def image_instances(self) -> pd.DataFrame:
+        """The image branch's instances: the selected ones whose task ships an image prompt."""
+        return self.instances[self.instances["image_prompt"].notna()]
 
     def registry_seed(self, model: str) -> int | None:
         return (self.models[model].generation or {}).get("seed")
@@ -117,8 +134,11 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
     `image_cache`: where the benchmark's decoded images are remembered (`ImageCheck`).
     """
     bench, denoise = config["benchmark"], config["denoise"]
-    specs = load_registry(resolve_videos(registry, config.get("videos_root")))
-    problems = problems_of(specs, config["models"], denoise["steps"])
+    roots = {VIDEOS: config.get("videos_root"), IMAGES: config.get("images_root")}
+    specs = load_registry(resolve_folders(registry, roots))
+    image_keys = config.get("image_models") or []
+    problems = problems_of(specs, [*config["models"], *image_keys], denoise["steps"])
+    problems += output_problems(specs, config["models"], image_keys)
     problems += paper_row_problems(registry, config["models"], bench.get("paper_table"))
     try:
         table = load_instances(
@@ -139,9 +159,24 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         problems += api_problems(models, [table, *conditions.values()], image_cache)
     videos = {}
     for key, spec in models.items():
-        if table is not None and not spec.generates and Path(spec.videos).is_dir():
-            videos[key], missing = find_videos(key, spec.videos, table)
+        if table is not None and spec.kind == VIDEOS and Path(spec.videos).is_dir():
+            videos[key], missing = find_outputs(key, spec.videos, table)
             problems += missing
+    image_models = {key: specs[key] for key in image_keys if key in specs}
+    images = {}
+    if table is not None and image_models:
+        image_table = table[table["image_prompt"].notna()]
+        if image_table.empty:
+            tasks = ", ".join(sorted(set(table["task"])))
+            problems.append(
+                f"image_models: none of the selected tasks ({tasks}) ships an image prompt "
+                f"({bench['root']}/<task>/prompt/image_gen_prompt/<task>.txt): the image "
+                "branch has no instances"
+            )
+        for key, spec in image_models.items():
+            if spec.kind == IMAGES and Path(spec.images).is_dir():
+                images[key], missing = find_outputs(key, spec.images, image_table, "image")
+                problems += missing
     if problems:
         raise StudyError(problems)
     return Study(
@@ -152,7 +187,24 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         videos=videos,
         conditions=conditions,
         seeds=tuple(config["seeds"]) if config.get("seeds") else None,
+        image_models=image_models,
+        images=images,
     )
+
+
+def output_problems(specs: dict[str, ModelSpec], models: list[str], image_models: list[str]):
+    """Each image model listed under `models` and each video model under `image_models`."""
+    found = [
+        f"models: {key!r} is an image model (source: {specs[key].kind}): list it under image_models"
+        for key in models
+        if key in specs and specs[key].output == "image"
+    ]
+    found += [
+        f"image_models: {key!r} is a video model: list it under models"
+        for key in image_models
+        if key in specs and specs[key].output != "image"
+    ]
+    return found
 
 
 def api_problems(

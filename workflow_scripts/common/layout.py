@@ -40,7 +40,7 @@ from pathlib import Path
 from workflow_scripts.common.files import read_json
 
 # Never an instance id (<task>_lv<N>_<id>).
-STAGES = ("judge", "transitions", "judge_checkpoints", "frames")
+STAGES = ("judge", "transitions", "judge_checkpoints", "frames", "judge_image")
 DEFAULT_CONDITION = "default"
 CONDITION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # and not seed<digits>, not default
 SEED_PART = re.compile(r"seed(-?[0-9]+)")

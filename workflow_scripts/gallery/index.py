@@ -3,11 +3,13 @@
 Per task, a row per instance: its id and level, its input image, and per model side by
 side the final video's last frame (a strip of the checkpoints' last frames on demand),
 the verdict (the final score, strict success) where judged, and errors marked (a failed
-generation or judge, with the reason). Each cell links the model's task page and the
-contact sheet. Filters by model, task, level and verdict run in the page (plain JS, no
-server, nothing fetched): the outdir opens from disk. Above the grid: each model's
-scores per task, and links to the run's status page and cost table (written by the run
-itself, workflow_scripts.study: the costs when a run ends, so not by the gallery job).
+generation or judge, with the reason); then the image models' images with their success
+(the image branch, on the tasks that ship an image prompt). Each cell links the model's
+task page and the contact sheet. Filters by model, task, level and verdict run in the
+page (plain JS, no server, nothing fetched): the outdir opens from disk. Above the grid:
+each model's scores per task, and links to the run's status page and cost table (written
+by the run itself, workflow_scripts.study: the costs when a run ends, so not by the
+gallery job).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from workflow_scripts.gallery.markup import score_text, url
-from workflow_scripts.gallery.runs import Run
+from workflow_scripts.gallery.runs import ImageRun, Run
 
 SCRIPT = Path(__file__).with_name("index.js")
 VERDICTS = {  # category: what the filter calls it
@@ -63,8 +65,25 @@ class Verdict(NamedTuple):
     final: float | None
 
 
+def image_verdict(run: ImageRun) -> Verdict:
+    """What the index says of an image: success or not, with the judge's two reasons."""
+    score = run.score()
+    if score is None:
+        return Verdict("unjudged", "not judged", "not judged", None)
+    if score["status"] != "ok":
+        text = f"error: {score.get('reason', 'unknown')}"
+        return Verdict("error", "judge " + text, text, None)
+    criteria = ("task_correctness", "background_preservation")
+    reasons = "; ".join(f"{name}: {score[name]['reason']}" for name in criteria)
+    if score["success"]:
+        return Verdict("solved", "success", reasons, 1.0)
+    return Verdict("failed", "no success", reasons, 0.0)
+
+
 def verdict(run: Run) -> Verdict:
     """What the index says of a run: its failed generation, else its score."""
+    if isinstance(run, ImageRun):
+        return image_verdict(run)
     if reason := run.generation_error():
         return Verdict("error", f"generation failed: {reason}", reason, None)
     score = run.score()
@@ -82,9 +101,13 @@ def verdict(run: Run) -> Verdict:
 
 
 def cell(run: Run, shown: Verdict, column: int, index: Path) -> str:
-    """A model's cell of an instance's row: thumbnail (or the failure), verdict, links."""
+    """A model's cell of an instance's row: thumbnail (or the failure), verdict, links (an
+    image model's: its image, linked to itself)."""
     page = url(index.parent / run.model / f"{run.task}.html", index) + f"#{escape(run.instance)}"
-    if run.thumbnail.is_file():
+    if isinstance(run, ImageRun):
+        page, src = url(run.image, index), url(run.image, index)
+        picture, sheet = f'<img class="thumb" loading="lazy" alt="image" src="{src}">', ""
+    elif run.thumbnail.is_file():
         src = url(run.thumbnail, index)
         picture = f'<img class="thumb" loading="lazy" alt="last frame" src="{src}">'
         if run.strip.is_file():
@@ -100,15 +123,21 @@ def cell(run: Run, shown: Verdict, column: int, index: Path) -> str:
 
 
 def summary(runs: list[Run], verdicts: dict[Run, Verdict], column: int, index: Path) -> str:
-    """A model's cell of a task's header row: its task page, judged, mean final, errors."""
+    """A model's cell of a task's header row: its task page, judged, mean final (an image
+    model's: its success rate), errors."""
     shown = [verdicts[run] for run in runs]
     finals = [v.final for v in shown if v.final is not None]
-    mean = f" · mean final {sum(finals) / len(finals):.3f}" if finals else ""
+    images = isinstance(runs[0], ImageRun)
+    mean = ""
+    if finals:
+        value = sum(finals) / len(finals)
+        mean = f" · success {100 * value:.0f}%" if images else f" · mean final {value:.3f}"
     errors = sum(v.category == "error" for v in shown)
     page = url(index.parent / runs[0].model / f"{runs[0].task}.html", index)
     marked = ' class="error"' if errors else ""
+    link = "" if images else f'<a href="{page}">task page</a><br>'
     return (
-        f'<td class="m{column}"><a href="{page}">task page</a><br>'
+        f'<td class="m{column}">{link}'
         f"{len(finals)} of {len(runs)} judged{mean} · "
         f"<span{marked}>{errors} errors</span></td>"
     )

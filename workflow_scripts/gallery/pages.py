@@ -24,7 +24,7 @@ from PIL import Image
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.gallery.index import index_page
 from workflow_scripts.gallery.markup import html_page, score_text, url
-from workflow_scripts.gallery.runs import CHECKPOINT, JPEG, Run, runs_of
+from workflow_scripts.gallery.runs import CHECKPOINT, JPEG, ImageRun, Run, image_runs_of, runs_of
 
 
 def checklist_table(checklist: list[str], score: dict | None, rubric: dict | None) -> str:
@@ -125,9 +125,9 @@ def thumbnail(image: Path, path: Path, width: int) -> None:
 
 
 def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list[Path]:
-    """`index.html`, `<model>/<task>.html` and the input thumbnails in `folder`; returns the
-    pages written. `tasks`: by instance, its `image` (path), `level`, `prompt`, `goal`,
-    `checklist`."""
+    """`index.html`, `<model>/<task>.html` (video models) and the input thumbnails in
+    `folder`; returns the pages written. `tasks`: by instance, its `image` (path), `level`,
+    `prompt`, `goal`, `checklist`."""
     inputs = folder / "inputs"
     tasks = {
         instance: {
@@ -142,7 +142,8 @@ def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list
         thumbnail(Path(tasks[instance]["image"]), tasks[instance]["input"], 160)
     groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in runs:
-        groups[run.model, run.task].append(run)
+        if not isinstance(run, ImageRun):  # an image model's cells link its images
+            groups[run.model, run.task].append(run)
     index, pages = folder / "index.html", []
     for (model, task), group in groups.items():
         page = folder / model / f"{task}.html"
@@ -162,5 +163,6 @@ def gallery_job(smk) -> None:
         for (instance, texts), image in zip(smk.params.tasks.items(), smk.input.images, strict=True)
     }
     with job_log(smk):
-        pages = write_gallery(runs_of(smk), Path(smk.output.index).parent, tasks)
+        runs = runs_of(smk) + image_runs_of(smk)
+        pages = write_gallery(runs, Path(smk.output.index).parent, tasks)
         print(f"{len(pages)} pages")

@@ -24,9 +24,9 @@ class Run:
     instance: str
 
     @classmethod
-    def of(cls, outdir: str | Path, video: str | Path) -> Run:
-        """The run whose `video.mp4` is `video`."""
-        model, task, instance = Path(video).relative_to(outdir).parts[:3]
+    def of(cls, outdir: str | Path, output: str | Path) -> Run:
+        """The run whose output (`video.mp4`, `image.png`) is `output`."""
+        model, task, instance = Path(output).relative_to(outdir).parts[:3]
         return cls(Path(outdir), model, task, instance)
 
     @property
@@ -69,6 +69,20 @@ class Run:
         return _read(layout.transitions_file(self.outdir, self.model, self.task, self.instance))
 
 
+@dataclass(frozen=True)
+class ImageRun(Run):
+    """An image model's (model, instance): `<outdir>/<model>/<task>/<instance>/image.png`,
+    judged under `judge_image/` (the image branch: no video, checkpoints or sheet)."""
+
+    @property
+    def image(self) -> Path:
+        return self.folder / "image.png"
+
+    def score(self) -> dict | None:
+        folder = layout.stage_folder(self.outdir, self.model, self.task, "judge_image")
+        return _read(folder / self.instance / "score.json")
+
+
 def _read(path: Path) -> dict | None:
     return read_json(path, layout.stage_fix(path), optional=True)
 
@@ -85,3 +99,8 @@ def checkpoint_videos(folder: Path) -> list[tuple[str, Path]]:
 def runs_of(smk) -> list[Run]:
     """The runs whose `video.mp4` the job takes as `input.videos`."""
     return [Run.of(smk.config["outdir"], video) for video in smk.input.videos]
+
+
+def image_runs_of(smk) -> list[ImageRun]:
+    """The image runs whose `image.png` the job takes as `input.generated_images`."""
+    return [ImageRun.of(smk.config["outdir"], image) for image in smk.input.generated_images]

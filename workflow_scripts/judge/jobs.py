@@ -10,6 +10,7 @@ entry per instance (`common.layout`). A call
 whose reply stays unusable, or a video that cannot be decoded, is that instance's
 `error`; a failure of the service fails the job before anything is written, so that a
 plain rerun after the fix redoes exactly the jobs it failed (answered calls are cached).
+The image judge's jobs (`judge.image`) run the same way, one call per image.
 """
 
 from __future__ import annotations
@@ -79,11 +80,16 @@ async def judge_file(client, instance: dict, video: Path, judge: dict, prepared=
 
 def unreadable_video(video: Path, error: Exception) -> dict:
     """The judge's documents for a video that cannot be decoded: an `error`, no calls."""
-    reason = (
-        f"video unreadable ({type(error).__name__}); regenerate it with "
-        f"`snakemake --cores 1 --force {shlex.quote(str(video))}`"
+    return error_documents(unreadable("video", video, error))
+
+
+def unreadable(what: str, path: Path, error: Exception) -> str:
+    """The reason a generated file (`what`: video, image) that cannot be decoded is an
+    `error`, with the command that makes it again."""
+    return (
+        f"{what} unreadable ({type(error).__name__}); regenerate it with "
+        f"`snakemake --cores 1 --force {shlex.quote(str(path))}`"
     )
-    return error_documents(reason)
 
 
 def error_documents(reason: str) -> dict:
@@ -100,24 +106,33 @@ def summary(documents: Sequence[dict]) -> str:
     return json.dumps({"documents": len(documents), **count, **calls})
 
 
-def judge_job(smk) -> None:
-    """Rule `judge` (or `judge_variant`): score every video of one (model, task), with the
-    frames prepared for the main judge (`input.frames`, rule `judge` only); writes
-    `<output>/<instance>/{completeness,rubric,score}.json`."""
-    judge, instances = json.loads(smk.params.judge), smk.params.instances
-    videos = [Path(video) for video in smk.input.videos]
-    prepared = getattr(smk.input, "frames", None)
+def judge_files(smk, files: Sequence[Path], judge_one: Callable) -> None:
+    """Judge every file of one (model, task), each under its instance's folder name:
+    `await judge_one(client, instance, file)` gives its documents by name, written as
+    `<output>/<instance>/<name>.json` once all are judged (`run_vlm`), and the job's
+    summary line of their `score` documents."""
+    instances = smk.params.instances
 
     async def judge_all(client) -> list[dict]:
-        judged = (
-            judge_file(client, instances[v.parent.name], v, judge, prepared and Path(prepared))
-            for v in videos
-        )
+        judged = (judge_one(client, instances[f.parent.name], f) for f in files)
         return await asyncio.gather(*judged)
 
     with job_log(smk):
         judged = run_vlm(smk, judge_all)
-        for video, documents in zip(videos, judged, strict=True):
+        for file, documents in zip(files, judged, strict=True):
             for name, document in documents.items():
-                write_json(Path(smk.output[0]) / video.parent.name / f"{name}.json", document)
+                write_json(Path(smk.output[0]) / file.parent.name / f"{name}.json", document)
         print(summary([documents["score"] for documents in judged]))
+
+
+def judge_job(smk) -> None:
+    """Rule `judge` (or `judge_variant`): score every video of one (model, task), with the
+    frames prepared for the main judge (`input.frames`, rule `judge` only); writes
+    `<output>/<instance>/{completeness,rubric,score}.json`."""
+    judge = json.loads(smk.params.judge)
+    prepared = getattr(smk.input, "frames", None)
+
+    def judge_one(client, instance: dict, video: Path):
+        return judge_file(client, instance, video, judge, prepared and Path(prepared))
+
+    judge_files(smk, [Path(video) for video in smk.input.videos], judge_one)

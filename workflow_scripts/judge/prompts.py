@@ -4,6 +4,8 @@ A frame call's template marks where the images go: `$references` (the input imag
 then the instance's ground truth where it has one; absent signals are left out) and
 `$frames` (each frame after a line naming its global frame index and time). The text
 around the markers becomes text parts; blank ones are left out. The verdict is text only.
+The image judge's template marks each image (`image`): the input image, the reference
+image (left out where there is none) and the generated image, each after its caption.
 """
 
 from __future__ import annotations
@@ -144,3 +146,36 @@ def verdict_retry(templates: Mapping[str, str], missing: Sequence[int], k: int) 
     """The line added to the verdict request when a reply left out checklist items."""
     text = string.Template(templates["verdict_retry.txt"])
     return Part.of_text(text.substitute(missing=", ".join(map(str, missing)), k=k))
+
+
+NO_REFERENCE = "None for this instance."  # `$reference_text` where it has no description
+
+
+def image(
+    templates: Mapping[str, str],
+    instance: Mapping,
+    image: bytes,
+    gt_image: bytes | None,
+    generated: bytes,
+) -> tuple[Part, ...]:
+    """The image judge's one call: the task specification (`image_prompt`), the reference
+    description, and the input, reference (where there is one) and generated images."""
+
+    def captioned(caption: str, jpeg: bytes | None) -> list[Part]:
+        return [] if jpeg is None else [Part.of_text(caption), Part.of_image(jpeg)]
+
+    images = {
+        "input_image": captioned("Input image (the starting state the model was given):", image),
+        "reference_image": captioned("Reference image (a correct final state):", gt_image),
+        "generated_image": captioned("Generated image (the image to judge):", generated),
+    }
+    parts = render(
+        templates["image.txt"],
+        images,
+        task=instance["task"],
+        level=instance["level"],
+        instance=instance["instance"],
+        spec=instance["image_prompt"],
+        reference_text=instance.get("gt_text") or NO_REFERENCE,
+    )
+    return tuple(parts)

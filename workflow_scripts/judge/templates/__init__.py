@@ -8,12 +8,16 @@ Templates use `string.Template` placeholders (`$name` or `${name}`; `$$` is a li
     verdict.txt        $task $goal $checklist $k $rounds $windows
     verdict_retry.txt  $missing $k   (verdict: strict; appended when a verdict left out items)
     transition.txt     $task $goal $checklist $earlier $later $references $frames
+    image.txt          $task $level $instance $spec $reference_text
+                       $input_image $reference_image $generated_image
     *_system.txt       none
 
 `$references` (the input image and the instance's ground truth) and `$frames` (the
 sampled frames, each after its index/time line) mark where the images go, and are
-required where listed. `judge.prompts: <folder>` replaces any of these files by name.
-Light enough to import while Snakemake parses.
+required where listed. The image judge's markers put each image after its caption:
+`$input_image` and `$generated_image` are required, `$reference_image` is left out
+(caption and all) where the instance has no reference image. `judge.prompts: <folder>`
+replaces any of these files by name. Light enough to import while Snakemake parses.
 """
 
 from __future__ import annotations
@@ -33,14 +37,18 @@ PLACEHOLDERS = {
     "verdict_retry.txt": ("missing", "k"),
     "transition_system.txt": (),
     "transition.txt": ("task", "goal", "checklist", "earlier", "later", "references", "frames"),
+    "image_system.txt": (),
+    "image.txt": ("task", "level", "instance", "spec", "reference_text")
+    + ("input_image", "reference_image", "generated_image"),
 }
-REQUIRED = ("references", "frames")
+REQUIRED = ("references", "frames", "input_image", "generated_image")
 # The templates each call kind reads: what the judge params of its rule hold.
 CALLS = {
     "completeness": ("completeness_system.txt", "completeness.txt"),
     "window": ("window_system.txt", "window.txt"),
     "verdict": ("verdict_system.txt", "verdict.txt", "verdict_retry.txt"),
     "transition": ("transition_system.txt", "transition.txt"),
+    "image": ("image_system.txt", "image.txt"),
 }
 
 
