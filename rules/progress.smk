@@ -31,7 +31,17 @@ def study_description():
             "instances": ROWS[condition]["task"].to_dict(),
             **clip,
             "runtime_min": spec.resources.get("runtime"),
-            "sample_video": next(iter(STUDY.videos.get(model, {}).values()), None),
+            "sample": next(iter(STUDY.videos.get(model, {}).values()), None),
+            "entry": REGISTRY[model],
+        }
+    for model, spec in STUDY.image_models.items():  # the image branch
+        runs[model] = {
+            "model": model,
+            "kind": spec.kind,
+            "output": "image",
+            "main": True,
+            "instances": IMAGE_INSTANCES["task"].to_dict(),
+            "sample": next(iter(STUDY.images.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }
     judges = {

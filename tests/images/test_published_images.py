@@ -83,15 +83,20 @@ def run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as env, FakeVLM(responder) as fake:
         env.setenv("FAKE_VLM_KEY", "test-key")
         config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
+        plan = snakemake(workdir, config, "plan")
+        assert plan.returncode == 0, plan.stdout[-3000:]
+        plan = pd.read_csv(workdir / "results" / "plan.csv", index_col="model")
         result = snakemake(workdir, config, "image_all")
         assert result.returncode == 0, result.stdout[-3000:]
+        costs = pd.read_csv(workdir / "results" / "tables" / "costs.csv")
         requests = list(fake.requests)
         again = snakemake(workdir, config, "image_all", "--forcerun", "judge_image")
         assert again.returncode == 0, again.stdout[-3000:]
         resent = fake.requests[len(requests) :]
         gallery = snakemake(workdir, config, "gallery")
         assert gallery.returncode == 0, gallery.stdout[-3000:]
-    return {"out": workdir / "results", "requests": requests, "resent": resent, "root": root}
+    out = workdir / "results"
+    return {"out": out, "requests": requests, "resent": resent, "plan": plan, "costs": costs}
 
 
 def test_every_image_is_judged_once_with_what_c2_names(run):
@@ -147,17 +152,22 @@ def test_scores_and_table_4(run):
     assert (out / "plots" / "image_success.png").stat().st_size > 1000
 
 
-def test_a_missing_image_and_a_release_without_image_prompts_are_named_before_any_job(
+def test_a_missing_image_a_wrong_row_and_a_release_without_image_prompts_are_named_first(
     tmp_path,
 ):
     root = tmp_path / "eval_res"
     write_images(root)
     (root / "bagel" / "sorting" / "sorting_lv2_001.png").unlink()
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry["paper_gpt_image_2"]["paper_row"] = "gpt_image_3"
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
     config = image_config(tmp_path, root)
+    config["model_registry"] = str(tmp_path / "models.yaml")
     result = snakemake(tmp_path, config, "-n")
     assert result.returncode != 0
     looked = "bagel_sorting_lv2_001.png or paper_bagel_sorting_lv2_001.png or sorting_lv2_001.png"
     assert f"sorting_lv2_001: no image of model 'paper_bagel' ({looked}" in result.stdout
+    assert "model 'paper_gpt_image_2': paper_row 'gpt_image_3' is not a row of" in result.stdout
     config["benchmark"]["tasks"] = ["block_assembly"]
     result = snakemake(tmp_path, config, "-n")
     assert result.returncode != 0
@@ -187,3 +197,18 @@ def test_the_gallery_sets_each_image_beside_the_same_instances_videos(run):
     blocks = index[index.index('<tbody data-task="block_assembly">') :]
     blocks = blocks[: blocks.index("</tbody>")]
     assert "image.png" not in blocks and "static_image" in index
+
+
+def test_the_plan_prices_the_image_judges_calls_and_the_costs_record_them(run):
+    """Before the run, the plan counts one call per image (no image to make: published) at
+    the judge's token price; after it, tables/costs.csv holds each image model's image judge
+    row with the calls its documents record."""
+    plan, costs = run["plan"], run["costs"]
+    for model in PASSES:
+        row = plan.loc[f"paper_{model}"]
+        assert (row["videos_done"], row["videos_left"]) == (len(INSTANCES), 0)
+        assert row["calls_left"] == len(INSTANCES) and row["gpu_hours_left"] == 0
+        assert row["tokens_left"] > 0 and row["cost_left"] > 0
+        mine = costs[costs["model"] == f"paper_{model}"].set_index("judge")
+        assert mine.loc["image", "calls"] == len(INSTANCES) and mine.loc["image", "cost"] > 0
+        assert mine.loc["generate", "calls"] == 0 and mine.loc["generate", "cost"] == 0

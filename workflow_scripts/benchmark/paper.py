@@ -1,6 +1,6 @@
 """The paper's published tables as data, each row with its source, and the registry's links
-to Table 2: an entry's `paper_row` names the row its videos are compared with in
-tables/vs_paper.csv.
+to them: an entry's `paper_row` names the row it is compared with (a video model's in
+tables/vs_paper.csv, an image model's in tables/image_vs_paper.csv).
 
 - Table 2 (`benchmark.paper_table`, tasks/paper_table2.csv): the video models' final x 100
   overall and by domain.
@@ -44,13 +44,16 @@ def paper_rows(registry: dict, models: list[str]) -> dict[str, str]:
     return {key: row for key, row in linked.items() if row}
 
 
-def paper_row_problems(registry: dict, models: list[str], path: str | Path) -> list[str]:
-    """Each of the run's models whose `paper_row` is not a row of the paper's table."""
+def paper_row_problems(
+    registry: dict, models: list[str], path: str | Path, key: str = TABLE2
+) -> list[str]:
+    """Each of the run's models whose `paper_row` is not a row of the paper's table (of
+    config `key`)."""
     rows = paper_rows(registry, models)
     if not rows:
         return []
     try:
-        known = read_paper_table(path).index
+        known = read_paper_table(path, key).index
     except ValueError as err:
         return [str(err)]
     return [

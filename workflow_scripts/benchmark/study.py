@@ -22,7 +22,7 @@ from workflow_scripts.benchmark.conditions import load_conditions
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
 from workflow_scripts.benchmark.made_elsewhere import find_outputs
-from workflow_scripts.benchmark.paper import paper_row_problems
+from workflow_scripts.benchmark.paper import TABLE4, paper_row_problems
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.video_api.providers import image_problems, setting_problems
@@ -140,6 +140,7 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
     problems = problems_of(specs, [*config["models"], *image_keys], denoise["steps"])
     problems += output_problems(specs, config["models"], image_keys)
     problems += paper_row_problems(registry, config["models"], bench.get("paper_table"))
+    problems += paper_row_problems(registry, image_keys, bench["paper_image_table"], TABLE4)
     try:
         table = load_instances(
             *(bench[key] for key in ("root", "taxonomy", "overlap", "tasks", "levels")),

@@ -9,7 +9,8 @@ page can look again every few seconds). What a document records:
 - a judge's `score.json`, a `transitions/<instance>.json`: `calls` (requests sent, every
   attempt), `cached_calls` (cache hits), `tokens` (usage of every reply, cached ones
   included: what the document's calls cost when they were first paid);
-- `judge_checkpoints/<instance>/checkpoint_scores.json`: one score per step under `steps`.
+- `judge_checkpoints/<instance>/checkpoint_scores.json`: one score per step under `steps`;
+- an image model's (the image branch) `judge_image/<instance>/score.json`: as a judge's.
 
 Input tokens are `prompt`; output tokens are `total - prompt` (Gemini's candidates plus
 thinking, OpenAI's completion, which holds its reasoning), both billed as output.
@@ -21,40 +22,45 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vgi_models.registry import PIPELINE, VIDEOS
+from vgi_models.registry import IMAGES, PIPELINE, VIDEOS
 from workflow_scripts.common.files import read_json
 from workflow_scripts.common.layout import (
     MAIN,
     checkpoint_scores_file,
     run_folder,
     score_file,
+    stage_folder,
     transitions_file,
 )
 
-GENERATE, LABELS, CHECKPOINTS = "generate", "labels", "checkpoints"  # costs.csv's judge names
+# costs.csv's judge names: a model's generation, its transition labels, its judged
+# checkpoints, an image model's image judge
+GENERATE, LABELS, CHECKPOINTS, IMAGE = "generate", "labels", "checkpoints", "image"
 
 
 @dataclass(frozen=True)
 class Run:
-    """One run key of the study: its model, how its videos come, its clip, its instances."""
+    """One run key of the study: its model, how its videos (or images) come, its clip, its
+    instances."""
 
     key: str
     model: str
-    kind: str  # vgi_models.registry: PIPELINE, API, VIDEOS (made elsewhere) or STATIC
+    kind: str  # vgi_models.registry: PIPELINE, API, VIDEOS, STATIC, or IMAGES (made elsewhere)
     instances: dict  # instance -> task
     main: bool  # the model's main run (condition default, registry seed)
+    output: str = "video"  # or "image": an image model (the image branch)
     frames: int | None = None  # clip length and rate (None: read from a video)
     fps: float | None = None
     width: int | None = None
     height: int | None = None
     runtime_min: float | None = None  # registry resources.runtime (minutes on an H20)
-    sample_video: str | None = None  # one of its videos (made elsewhere: frames and fps)
+    sample: str | None = None  # one of its videos or images (made elsewhere: clip, size)
     entry: dict = field(default_factory=dict)  # its registry entry (what a video costs)
 
     @property
     def generates(self) -> bool:
         """The workflow makes its videos (on a GPU, through a video API, or a held image)."""
-        return self.kind != VIDEOS
+        return self.kind not in (VIDEOS, IMAGES)
 
     @property
     def denoises(self) -> bool:
@@ -83,9 +89,12 @@ class Study:
 
     def stages(self, run: Run) -> list[str]:
         """The VLM stages of a run, named as in costs.csv: each judge (the variants on main
-        runs only), `labels` and `checkpoints` (runs with checkpoints; checkpoints: main only)."""
+        runs only), `labels` and `checkpoints` (runs with checkpoints; checkpoints: main
+        only); an image model's: the image judge."""
         if not self.judged:
             return []
+        if run.output == "image":
+            return [IMAGE]
         names = [MAIN, *(j for j in self.judges if j != MAIN and run.main)]
         if run.denoises and self.pairs:
             names.append(LABELS)
@@ -96,6 +105,8 @@ class Study:
     def document(self, stage: str, run: Run, instance: str) -> Path:
         """The document stage `stage` writes for a run's instance."""
         task = run.instances[instance]
+        if stage == IMAGE:
+            return stage_folder(self.outdir, run.key, task, "judge_image") / instance / "score.json"
         if stage == LABELS:
             return transitions_file(self.outdir, run.key, task, instance)
         if stage == CHECKPOINTS:
@@ -103,12 +114,14 @@ class Study:
         return score_file(self.outdir, run.key, task, instance, stage)
 
     def generation(self, run: Run, instance: str) -> Path:
-        """generation.json of a generated run's instance; video.mp4 of one made elsewhere."""
+        """generation.json of a generated run's instance; video.mp4 (image.png) of one made
+        elsewhere."""
         folder = run_folder(self.outdir, run.key, run.instances[instance], instance)
-        return folder / ("generation.json" if run.generates else "video.mp4")
+        made = "image.png" if run.output == "image" else "video.mp4"
+        return folder / ("generation.json" if run.generates else made)
 
     def vlm_model(self, stage: str) -> str:
-        """The VLM model id a stage calls (labels and checkpoints: the main judge's)."""
+        """The VLM model id a stage calls (labels, checkpoints, images: the main judge's)."""
         return self.judges[stage if stage in self.judges else MAIN]["model"]
 
 
@@ -146,7 +159,7 @@ class Documents:
         self._cache: dict[Path, tuple[float, object]] = {}
 
     def read(self, path: Path):
-        """The parsed JSON at `path` (a video: its size in bytes), or None if there is none
+        """The parsed JSON at `path` (a video or image: its size in bytes), or None if none
         (or it does not read back: counted as not made; the job that reads it says why)."""
         try:
             mtime = os.stat(path).st_mtime
@@ -156,7 +169,7 @@ class Documents:
         if cached and cached[0] == mtime:
             return cached[1]
         try:
-            value = path.stat().st_size if path.suffix == ".mp4" else read_json(path, "")
+            value = path.stat().st_size if path.suffix in (".mp4", ".png") else read_json(path, "")
         except (OSError, ValueError):  # OutdirFileError included
             return None
         self._cache[path] = (mtime, value)

@@ -12,9 +12,10 @@ documents exist, else derived from the judge protocol at the clip's length and r
 a number of windows per round-1 call, which follows the judge's nominations: the rate the
 judge's documents so far show (`round2_rates`), else all judges', else ROUND2_PER_WINDOW
 (all at once: one call per nominated interval); the verdict 1 call; a transition label 1
-call per checkpoint pair; judge variants and judged checkpoints repeat the judge's calls.
-Tokens per call: measured per stage over the study's documents, else IMAGE_TOKENS per
-image sent plus TEXT_TOKENS in and OUTPUT_TOKENS out per call.
+call per checkpoint pair; judge variants and judged checkpoints repeat the judge's calls;
+an image model's image: 1 call of at most IMAGES_PER_IMAGE_CALL images. Tokens per call:
+measured per stage over the study's documents, else IMAGE_TOKENS per image sent plus
+TEXT_TOKENS in and OUTPUT_TOKENS out per call.
 
 Everything is computed from the runs' counts (`tally.Tally`), so the status page computes
 the same plan from the counts it keeps.
@@ -35,7 +36,7 @@ from workflow_scripts.common.layout import MAIN, run_folder
 from workflow_scripts.judge.frames import samples
 from workflow_scripts.judge.protocol import windows
 from workflow_scripts.judge.settings import Protocol
-from workflow_scripts.study.documents import CHECKPOINTS, LABELS, Documents, Study
+from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
 from workflow_scripts.study.prices import token_cost, total, video_price
 from workflow_scripts.study.tally import Tally, run_tallies
 
@@ -47,6 +48,7 @@ OUTPUT_TOKENS = 600  # a reply, thinking included
 ROUND2_PER_WINDOW = 1.0  # round-2 windows per round-1 window (one nominated moment each)
 ANY_JUDGE = ""  # round2_rates' key of every judge's documents together
 BITS_PER_PIXEL = 0.15  # an encoded frame's size (H.264 at imageio's default quality)
+IMAGES_PER_IMAGE_CALL = 3  # the image judge's: input, reference (where there is one), generated
 
 
 def judge_calls(frames: int, fps: float, p: Protocol,
@@ -75,18 +77,19 @@ def judge_of(study: Study, stage: str) -> str:
     return stage if stage in study.judges else MAIN
 
 
-def estimate(study: Study, stage: str, clip: tuple[int, float],
-             rates: Mapping | None = None) -> tuple[float, float]:  # fmt: skip
-    """(calls, images) per video of `stage`, from the protocol (`rates`: round-2 windows
-    per round-1 call by judge, `round2_rates`: the stage's judge's, else all judges', else
-    ROUND2_PER_WINDOW)."""
+def estimate(study: Study, stage: str, run, rates: Mapping | None = None) -> tuple[float, float]:
+    """(calls, images) per video (an image model's: per image) of `stage` of `run`, from the
+    protocol (`rates`: round-2 windows per round-1 call by judge, `round2_rates`: the
+    stage's judge's, else all judges', else ROUND2_PER_WINDOW)."""
+    if stage == IMAGE:
+        return 1, IMAGES_PER_IMAGE_CALL
     if stage == LABELS:
         return len(study.pairs), len(study.pairs) * (2 * study.frames_per_checkpoint + 1)
     judge = judge_of(study, stage)
     protocol = Protocol(**study.judges[judge]["protocol"])
     rates = rates or {}
     calls, images = judge_calls(
-        *clip, protocol, rates.get(judge, rates.get(ANY_JUDGE, ROUND2_PER_WINDOW))
+        *clip(run), protocol, rates.get(judge, rates.get(ANY_JUDGE, ROUND2_PER_WINDOW))
     )
     repeat = len(study.checkpoints) if stage == CHECKPOINTS else 1
     return calls * repeat, images * repeat
@@ -105,7 +108,7 @@ def clip(run) -> tuple[int, float]:
     """(frames, fps) of the run's videos: the registry's, else read from one of them."""
     if run.frames and run.fps:
         return run.frames, run.fps
-    return video_clip(str(run.sample_video))
+    return video_clip(str(run.sample))
 
 
 def folder_bytes(folder: Path) -> int:
@@ -147,11 +150,11 @@ def round2_rates(study: Study, tallies: Mapping[str, Tally]) -> dict:
     for run in study.runs.values():
         for stage in study.stages(run):
             used = tallies[run.key].stage(stage)
-            if stage == LABELS or not used["paid"]:
+            if stage in (LABELS, IMAGE) or not used["paid"]:
                 continue
             judge = judge_of(study, stage)
-            fixed, _ = estimate(study, stage, clip(run), {judge: 0.0})
-            unit = estimate(study, stage, clip(run), {judge: 1.0})[0] - fixed
+            fixed, _ = estimate(study, stage, run, {judge: 0.0})
+            unit = estimate(study, stage, run, {judge: 1.0})[0] - fixed
             spare[judge] += used["calls"] + used["cached_calls"] - used["paid"] * fixed
             units[judge] += used["paid"] * unit
     spare[ANY_JUDGE], units[ANY_JUDGE] = sum(spare.values()), sum(units.values())
@@ -174,7 +177,7 @@ def plan_row(study: Study, run, tallies: Mapping[str, Tally], prices: Mapping,
         used = count.stage(stage)
         if not (missing := count.videos - used["n"]):
             continue
-        per_video, images = estimate(study, stage, clip(run), rates)
+        per_video, images = estimate(study, stage, run, rates)
         if used["paid"]:  # measured: the run's judgements so far
             per_video = (used["calls"] + used["cached_calls"]) / used["paid"]
         if stage in measured:
@@ -203,10 +206,10 @@ def learn(study: Study, tallies: Mapping[str, Tally]) -> tuple[dict, dict]:
 
 def disk_bytes(study: Study, run, made: list) -> float:
     """The run's folders once finished (video, checkpoint videos, documents): measured over
-    the videos made, else from the clip's pixels at BITS_PER_PIXEL; videos made elsewhere:
-    the size of one of them, for each."""
+    the videos made, else from the clip's pixels at BITS_PER_PIXEL; videos or images made
+    elsewhere: the size of one of them, for each."""
     if not run.generates:
-        return len(run.instances) * Path(run.sample_video).stat().st_size
+        return len(run.instances) * Path(run.sample).stat().st_size
     sizes = [folder_bytes(run_folder(study.outdir, run.key, run.instances[i], i)) for i in made]
     if sizes:
         return sum(sizes) + (len(run.instances) - len(sizes)) * statistics.fmean(sizes)

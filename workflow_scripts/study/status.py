@@ -36,7 +36,7 @@ from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
 from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
-from workflow_scripts.study.documents import CHECKPOINTS, LABELS, Documents, Study
+from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
 from workflow_scripts.study.plan import learn, plan_row, seconds_per_video
 from workflow_scripts.study.prices import total
 from workflow_scripts.study.status_page import page
@@ -48,7 +48,7 @@ ERRORS = ["model", "task", "instance", "stage", "reason", "rerun"]
 MODELS = ["model", "videos", "generated", "judged", "labelled", "labels", "making", "hours_left",
           "gpu_hours", "calls", "tokens", "cost", "plan_gpu_hours", "plan_calls",
           "plan_tokens", "plan_cost"]  # fmt: skip
-STAGE_FOLDER = {LABELS: "transitions", CHECKPOINTS: "judge_checkpoints"}
+STAGE_FOLDER = {LABELS: "transitions", CHECKPOINTS: "judge_checkpoints", IMAGE: "judge_image"}
 GENERATE_RULES = ("generate", "generate_api")
 
 
@@ -100,10 +100,10 @@ def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict], secon
         "task": task,
         "videos": count.videos,
         "generated": count.made,
-        "judged": count.stage(MAIN)["ok"],
+        "judged": count.stage(MAIN)["ok"] + count.stage(IMAGE)["ok"],  # an image model's
         "labelled": count.stage(LABELS)["ok"],
         "failed": count.refused
-        + sum(stage in (MAIN, LABELS) for _, stage, _ in count.errors)
+        + sum(stage in (MAIN, LABELS, IMAGE) for _, stage, _ in count.errors)
         + sum(j["state"] == "failed" for j in jobs),
         "running": len(running),
         "hours_left": (waiting + share) * seconds / 3600 if run.generates else 0.0,
