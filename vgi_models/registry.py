@@ -44,7 +44,8 @@ class ModelSpec:
     (`api_key_env`) and optionally an endpoint (`base_url`); its `generation` holds the
     provider's own settings, named as its SDK names them. An entry with `source: static` is
     the input image held still: its `generation` holds the clip's `num_frames` and `fps`.
-    An entry with `source: images` reads its `images` folder."""
+    An entry with `source: images` reads its `images` folder. `output` says what it makes:
+    `video`, or `image` (an image model: `source: images`, an image API, an image pipeline)."""
 
     key: str
     kind: str
@@ -57,6 +58,7 @@ class ModelSpec:
     lora: dict | None = None
     videos: str | None = None
     images: str | None = None
+    output: str = "video"  # or "image": an image model (the image branch)
     provider: str | None = None
     model_id: str | None = None
     api_key_env: str | None = None
@@ -68,14 +70,9 @@ class ModelSpec:
         return self.kind not in (VIDEOS, IMAGES)
 
     @property
-    def output(self) -> str:
-        """What the model makes: `video`, or `image` (the image branch)."""
-        return "image" if self.kind == IMAGES else "video"
-
-    @property
     def denoises(self) -> bool:
         """Whether its videos come from a local pipeline, with denoising checkpoints."""
-        return self.kind == PIPELINE
+        return self.kind == PIPELINE and self.output == "video"
 
     @property
     def calls_api(self) -> bool:
@@ -85,7 +82,7 @@ class ModelSpec:
     @property
     def tiny(self) -> bool:
         """Whether it is a pipeline with tiny random weights (no files to find)."""
-        return self.denoises and self.source == TINY
+        return self.kind == PIPELINE and self.source == TINY
 
     @property
     def pipeline_family(self) -> Family:
@@ -108,18 +105,21 @@ class ModelSpec:
             return {"source": IMAGES, "images": self.images}
         if self.kind == STATIC:
             return {"source": STATIC, "generation": self.generation}
+        image = {"output": self.output} if self.output == "image" else {}
         if self.kind == API:  # not how it is reached: key variable, endpoint
             return {
                 "source": API,
                 "provider": self.provider,
                 "model_id": self.model_id,
                 "generation": self.generation,
+                **image,
             }
         settings = {
             "family": self.family,
             "source": self.source,
             "dtype": self.dtype,
             "generation": self.generation,
+            **image,
         }
         return settings | ({"lora": self.lora} if self.lora else {})
 
@@ -206,6 +206,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
             lora=entry.get("lora"),
             videos=entry.get("videos"),
             images=entry.get("images"),
+            output="image" if source == IMAGES else entry["output"],
             **{name: entry.get(name) for name in API_FIELDS},
         )
     return specs
@@ -238,8 +239,8 @@ def problems_of(
             if not Path(folder).is_dir():
                 found.append(f"model {key!r}: {spec.kind} folder not found ({folder})")
             continue
-        if spec.calls_api or spec.kind == STATIC:  # API settings: checked with the instances
-            continue
+        if spec.calls_api or spec.kind == STATIC or spec.output == "image":
+            continue  # API settings: checked with the instances; no checkpoints to decode
         beyond = [s for s in denoise_steps if s > spec.steps]
         if beyond:
             found.append(

@@ -13,6 +13,7 @@ from tests.support.workflow import REPO
 from vgi_models.generate import generate
 from vgi_models.registry import (
     API,
+    IMAGES,
     PIPELINE,
     SCHEMA,
     STATIC,
@@ -33,11 +34,13 @@ def test_defaults_are_those_snakemake_fills_in(registry):
 
 def test_one_kind_and_its_predicates(specs):
     kinds = {spec.kind for spec in specs.values()}
-    assert kinds == {PIPELINE, API, VIDEOS, STATIC}  # VIDEOS: the paper's own generations
+    # VIDEOS, IMAGES: the paper's own generations of its video and image models
+    assert kinds == {PIPELINE, API, VIDEOS, STATIC, IMAGES}
     for spec in specs.values():
-        assert spec.denoises == (spec.kind == PIPELINE)
+        assert spec.denoises == (spec.kind == PIPELINE and spec.output == "video")
         assert spec.calls_api == (spec.kind == API)
-        assert spec.generates == (spec.kind != VIDEOS)
+        assert spec.generates == (spec.kind not in (VIDEOS, IMAGES))
+        assert (spec.output == "image") == (spec.kind == IMAGES or spec.key.startswith("tiny_q"))
         assert spec.tiny == spec.key.startswith("tiny")
     videos = with_defaults({"made": {"source": VIDEOS, "videos": "somewhere"}})
     spec = load_registry(videos)["made"]
