@@ -115,44 +115,17 @@ class Setting:
     required: bool = False
 
 
-class VideoProvider(ABC):
-    """A video model's service (the module docstring); a subclass fills in the class
-    attributes and every abstract method."""
+class SettingChecks:
+    """A provider's settings (`SETTINGS`, by SDK name) and the checks of a registry entry's
+    `generation` against them, with no SDK imported (the image API providers share them)."""
 
     SETTINGS: dict[str, Setting] = {}  # the registry entry's `generation`, by SDK name
-    SIZE_SETTING: str  # the setting that fixes the aspect (named where an image misfits)
-    DURATION_SETTING: str = "duration"  # the setting in seconds of video (what is billed)
-    FPS: int  # the frame rate its videos come at (the plan's estimate before any exists)
-
-    # -- the class side: a registry entry's settings, no SDK ------------------------------
-
-    @classmethod
-    def seconds(cls, generation: dict) -> int:
-        """The seconds of video one submission asks for (what it is billed by)."""
-        return int(generation[cls.DURATION_SETTING])
-
-    @classmethod
-    @abstractmethod
-    def resolution(cls, generation: dict) -> str:
-        """The resolution or size one submission asks for (a price table's sub-key)."""
-
-    @classmethod
-    @abstractmethod
-    def frame_size(cls, generation: dict) -> tuple[int, int]:
-        """(width, height) of the video asked for."""
 
     @classmethod
     def rule_problems(cls, model_id: str, generation: dict) -> list[str]:
         """Problems of allowed values that the service refuses together, each
         '<setting>: <why>' (none by default)."""
         return []
-
-    @classmethod
-    def nominal_clip(cls, generation: dict) -> dict:
-        """frames, fps, width and height of a video asked for (the plan's estimate)."""
-        width, height = cls.frame_size(generation)
-        frames = cls.seconds(generation) * cls.FPS
-        return {"frames": frames, "fps": cls.FPS, "width": width, "height": height}
 
     @classmethod
     def setting_problems(cls, key: str, name: str, model_id: str, generation: dict) -> list[str]:
@@ -178,6 +151,39 @@ class VideoProvider(ABC):
         if found:
             return found
         return [f"{where}.{problem}" for problem in cls.rule_problems(model_id, generation)]
+
+
+class VideoProvider(SettingChecks, ABC):
+    """A video model's service (the module docstring); a subclass fills in the class
+    attributes and every abstract method."""
+
+    SIZE_SETTING: str  # the setting that fixes the aspect (named where an image misfits)
+    DURATION_SETTING: str = "duration"  # the setting in seconds of video (what is billed)
+    FPS: int  # the frame rate its videos come at (the plan's estimate before any exists)
+
+    # -- the class side: a registry entry's settings, no SDK ------------------------------
+
+    @classmethod
+    def seconds(cls, generation: dict) -> int:
+        """The seconds of video one submission asks for (what it is billed by)."""
+        return int(generation[cls.DURATION_SETTING])
+
+    @classmethod
+    @abstractmethod
+    def resolution(cls, generation: dict) -> str:
+        """The resolution or size one submission asks for (a price table's sub-key)."""
+
+    @classmethod
+    @abstractmethod
+    def frame_size(cls, generation: dict) -> tuple[int, int]:
+        """(width, height) of the video asked for."""
+
+    @classmethod
+    def nominal_clip(cls, generation: dict) -> dict:
+        """frames, fps, width and height of a video asked for (the plan's estimate)."""
+        width, height = cls.frame_size(generation)
+        frames = cls.seconds(generation) * cls.FPS
+        return {"frames": frames, "fps": cls.FPS, "width": width, "height": height}
 
     @classmethod
     def image_problems(cls, key: str, generation: dict, sizes: pd.Series) -> list[str]:

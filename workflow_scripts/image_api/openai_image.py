@@ -1,0 +1,91 @@
+"""OpenAI's GPT Image models (`gpt-image-2`) through openai: `images.edit` with the input
+image and the prompt, one image back as base64 (`data[0].b64_json`).
+
+A refusal comes as HTTP 400 with error code `moderation_blocked` (the safety system), or
+as a content policy's code; any other error answer is the service's failure.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+from workflow_scripts.common.http import ServiceError
+from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting
+from workflow_scripts.video_api.provider import image_mime
+
+REFUSALS = ("moderation_blocked", "content_policy_violation")
+STANDARD = ("1024x1024", "1536x1024", "1024x1536", "auto")
+MAX_SIDE, MAX_PIXELS = 3840, 3840 * 2160
+
+
+class Provider(ImageProvider):
+    """GPT Image: images.edit's parameters (`n` is always 1)."""
+
+    SETTINGS = {
+        "size": Setting(str, required=True),  # STANDARD, or any WxH the rules allow
+        "quality": Setting(str, ("low", "medium", "high", "auto")),
+        "background": Setting(str, ("opaque", "transparent", "auto")),
+        "output_format": Setting(str, ("png", "jpeg", "webp")),
+    }
+
+    @classmethod
+    def rule_problems(cls, model_id: str, generation: dict) -> list[str]:
+        size = generation["size"]
+        if size in STANDARD:
+            return []
+        allowed = (
+            f"one of {', '.join(STANDARD)}, or WIDTHxHEIGHT in multiples of 16, at most "
+            f"{MAX_SIDE} a side and 3840x2160 in all, between 1:3 and 3:1"
+        )
+        match = re.fullmatch(r"(\d+)x(\d+)", size)
+        if not match:
+            return [f"size: {size!r} is not allowed ({allowed})"]
+        width, height = int(match[1]), int(match[2])
+        fits = (
+            width % 16 == 0
+            and height % 16 == 0
+            and max(width, height) <= MAX_SIDE
+            and width * height <= MAX_PIXELS
+            and max(width, height) <= 3 * min(width, height)
+        )
+        return [] if fits else [f"size: {size!r} is not allowed ({allowed})"]
+
+    def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
+        import openai  # the SDK: a job's import only
+
+        self.client = openai.OpenAI(
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout_s,
+            http_client=openai.DefaultHttpxClient(event_hooks=hooks),
+        )
+
+    def request(self, image: Path, prompt: str) -> bytes:
+        import httpx2
+        import openai
+
+        source = (image.name, image.read_bytes(), image_mime(image))
+        try:
+            answer = self.client.images.edit(
+                model=self.model_id, image=source, prompt=prompt, n=1, **self.generation
+            )
+        except openai.APIStatusError as error:
+            body = error.body
+            message = (body.get("message") if isinstance(body, dict) else None) or error.message
+            if error.status_code == 400 and error.code in REFUSALS:
+                raise Refused(f"{message} ({error.code})") from None
+            headers = error.response.headers
+            raise self.error_for(error.status_code, message, headers, error.code) from None
+        except openai.APIConnectionError as error:
+            cause = error.__cause__ or error
+            connected = not isinstance(cause, (httpx2.ConnectError, httpx2.ConnectTimeout))
+            raise Retry.unanswered(cause, connected) from None
+        if not answer.data or not answer.data[0].b64_json:
+            raise ServiceError("the answer holds no image (data[0].b64_json)")
+        return base64.b64decode(answer.data[0].b64_json)
+
+    def close(self) -> None:
+        self.client.close()
