@@ -37,6 +37,7 @@ from workflow_scripts.judge.settings import (
 from workflow_scripts.judge.summary import judge_errors_line, service_failure_line
 from workflow_scripts.transitions.settings import load_transitions
 from vgi_models.registry import (
+    PIPELINE,
     SCHEMA as REGISTRY_SCHEMA,
     weight_problems,
     with_defaults,
@@ -118,6 +119,9 @@ GENERATE_ENV = {
     ),
     "VGI_GENERATE": os.path.join(
         os.path.dirname(workflow_scripts.__file__), "entry/generate.py"
+    ),
+    "VGI_GENERATE_IMAGE": os.path.join(
+        os.path.dirname(workflow_scripts.__file__), "entry/generate_image.py"
     ),
     "VGI_REGISTRY": config["model_registry"],
     # resumable states of cut-off jobs: outside the outputs, which a failed job loses
@@ -374,13 +378,15 @@ def check_api_keys():
     def variable(job):
         if "video_api" in job.rule.resources:
             return STUDY.models[RUNS[job.wildcards.model][0]].api_key_env
+        if "image_api" in job.rule.resources:
+            return STUDY.image_models[job.wildcards.model].api_key_env
         return judges[job.wildcards.get("judge", MAIN)]
 
     error = missing_key_error(
         (
             (job.rule.name, variable(job))
             for job in workflow.dag.needrun_jobs()
-            if {"judge_api", "video_api"} & set(job.rule.resources)
+            if {"judge_api", "video_api", "image_api"} & set(job.rule.resources)
         ),
         workflow.dag_settings.targets,
         os.environ,
@@ -398,9 +404,14 @@ def check_weights():
         for job in workflow.dag.needrun_jobs()
         if job.rule.name == "generate"
     }
-    problems = [
-        p for model in sorted(models) for p in weight_problems(STUDY.models[model])
-    ]
+    image_models = {
+        job.wildcards.model
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name == "generate_image"
+    }
+    specs = [STUDY.models[m] for m in sorted(models)]
+    specs += [STUDY.image_models[m] for m in sorted(image_models)]
+    problems = [p for spec in specs for p in weight_problems(spec)]
     if problems:
         lines = [f"  - {problem}" for problem in problems]
         raise WorkflowError("\n".join(["Nothing was run:", *lines]))
@@ -440,11 +451,36 @@ IMAGE_TASKS = {
 }
 IMAGE_JUDGE_PARAMS = judge_params(config["judge"], ["image"])
 IMAGE_PAPER_ROWS = paper_rows(REGISTRY, list(STUDY.image_models))
+IMAGE_PIPELINES = [m for m, spec in STUDY.image_models.items() if spec.kind == PIPELINE]
+IMAGE_APIS = [m for m, spec in STUDY.image_models.items() if spec.calls_api]
+IMAGE_GENERATION_PARAMS = {
+    model: STUDY.generation_params(model) for model in [*IMAGE_PIPELINES, *IMAGE_APIS]
+}
 IMAGE_RUNS = [  # every image of the branch
     f"{RUN}/image.png".format(model=model, task=task, instance=instance)
     for model in STUDY.image_models
     for instance, task in IMAGE_INSTANCES["task"].items()
 ]
+
+
+def image_input(wildcards):
+    """Input function: an image instance's input image; another instance is an error."""
+    if wildcards.instance not in IMAGE_INSTANCES.index:
+        raise WorkflowError(
+            f"{wildcards.instance} is not an instance of the image branch (see "
+            f"{OUT}/instances/selected.csv; its task ships no image prompt)."
+        )
+    return IMAGE_INSTANCES.loc[wildcards.instance, "image"]
+
+
+def image_prompt(wildcards):
+    """Params function: an image instance's image prompt."""
+    return IMAGE_INSTANCES.loc[wildcards.instance, "image_prompt"]
+
+
+def image_model_resource(name, default):
+    """A per-model resource of an image model from the registry's `resources`."""
+    return lambda w: STUDY.image_models[w.model].resources.get(name, default)
 
 
 def image_task(wildcards):

@@ -20,6 +20,60 @@ rule import_image:
         "cp {input:q} {output:q} 2> {log:q}"
 
 
+# An image pipeline (`output: image`, a local diffusers family) makes the image on a GPU,
+# through a shell entry as rule `generate` does (common.smk: GENERATE_ENV).
+rule generate_image:
+    input:
+        image=image_input,
+    output:
+        image=f"{RUN}/image.png",
+        meta=f"{RUN}/generation.json",
+    log:
+        f"{OUT}/logs/generate_image/{{model}}/{{task}}/{{instance}}.log",
+    wildcard_constraints:
+        model=one_of(IMAGE_PIPELINES),
+    conda:
+        "../envs/inference.yaml"
+    threads: image_model_resource("threads", 1)
+    resources:
+        gpu=image_model_resource("gpu", 1),
+        mem_mb=image_model_resource("mem_mb", 16000),
+        runtime=image_model_resource("runtime", 30),
+    params:
+        settings=lambda w: IMAGE_GENERATION_PARAMS[w.model],
+        prompt=image_prompt,
+    shell:
+        '"$VGI_PYTHON" "$VGI_GENERATE_IMAGE" --registry "$VGI_REGISTRY" '
+        "--model {wildcards.model} --settings {params.settings:q} --threads {threads} "
+        "--image {input.image:q} --prompt {params.prompt:q} --output {output.image:q} "
+        "> {log:q} 2>&1"
+
+
+# An image API model (`source: api`, `output: image`) asks its provider's SDK: no GPU; a
+# reply is kept by the digest of its inputs before the job ends, so no rerun pays twice.
+rule generate_image_api:
+    input:
+        image=image_input,
+    output:
+        image=f"{RUN}/image.png",
+        meta=f"{RUN}/generation.json",
+    log:
+        f"{OUT}/logs/generate_image_api/{{model}}/{{task}}/{{instance}}.log",
+    wildcard_constraints:
+        model=one_of(IMAGE_APIS),
+    conda:
+        "../envs/judge.yaml"
+    resources:
+        image_api=1,
+        mem_mb=image_model_resource("mem_mb", 1000),
+        runtime=image_model_resource("runtime", 30),
+    params:
+        settings=lambda w: IMAGE_GENERATION_PARAMS[w.model],
+        prompt=image_prompt,
+    script:
+        "../workflow_scripts/entry/generate_image_api.py"
+
+
 rule judge_image:
     input:
         images=image_task_runs,

@@ -34,13 +34,19 @@ def study_description():
             "sample": next(iter(STUDY.videos.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }
-    for model, spec in STUDY.image_models.items():  # the image branch
+    for model, spec in STUDY.image_models.items():  # the image branch: one frame each
+        generation = spec.generation or {}
         runs[model] = {
             "model": model,
             "kind": spec.kind,
             "output": "image",
             "main": True,
             "instances": IMAGE_INSTANCES["task"].to_dict(),
+            "frames": 1,
+            "fps": 1.0,
+            "width": generation.get("width"),
+            "height": generation.get("height"),
+            "runtime_min": spec.resources.get("runtime"),
             "sample": next(iter(STUDY.images.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }

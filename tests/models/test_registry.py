@@ -32,7 +32,7 @@ def test_defaults_are_those_snakemake_fills_in(registry):
     assert with_defaults(registry)["tiny_wan22"]["runtime"]["offload"] == "none"
 
 
-def test_one_kind_and_its_predicates(specs):
+def test_one_kind_and_its_predicates(registry, specs):
     kinds = {spec.kind for spec in specs.values()}
     # VIDEOS, IMAGES: the paper's own generations of its video and image models
     assert kinds == {PIPELINE, API, VIDEOS, STATIC, IMAGES}
@@ -40,7 +40,9 @@ def test_one_kind_and_its_predicates(specs):
         assert spec.denoises == (spec.kind == PIPELINE and spec.output == "video")
         assert spec.calls_api == (spec.kind == API)
         assert spec.generates == (spec.kind not in (VIDEOS, IMAGES))
-        assert (spec.output == "image") == (spec.kind == IMAGES or spec.key.startswith("tiny_q"))
+        entry = registry[spec.key]
+        image = entry.get("output") == "image" or entry["source"] == IMAGES
+        assert (spec.output == "image") == image and not (image and spec.denoises)
         assert spec.tiny == spec.key.startswith("tiny")
     videos = with_defaults({"made": {"source": VIDEOS, "videos": "somewhere"}})
     spec = load_registry(videos)["made"]

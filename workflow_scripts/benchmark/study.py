@@ -25,6 +25,7 @@ from workflow_scripts.benchmark.made_elsewhere import find_outputs
 from workflow_scripts.benchmark.paper import TABLE4, paper_row_problems
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
+from workflow_scripts.image_api.providers import setting_problems as image_setting_problems
 from workflow_scripts.video_api.providers import image_problems, setting_problems
 
 
@@ -117,9 +118,9 @@ class Study:
         return [key for key, spec in self.models.items() if not spec.denoises]
 
     def generation_params(self, model: str, seed: int | None = None) -> str:
-        """The settings that determine a model's videos, as a stable JSON string (`seed`:
-        in place of the registry's)."""
-        spec = self.models[model]
+        """The settings that determine a model's videos (an image model's images), as a
+        stable JSON string (`seed`: in place of the registry's)."""
+        spec = self.models[model] if model in self.models else self.image_models[model]
         settings = copy.deepcopy(spec.settings())
         if seed is not None:
             settings["generation"]["seed"] = seed
@@ -164,6 +165,9 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
             videos[key], missing = find_outputs(key, spec.videos, table)
             problems += missing
     image_models = {key: specs[key] for key in image_keys if key in specs}
+    for key, spec in image_models.items():
+        if spec.calls_api:
+            problems += image_setting_problems(key, spec.provider, spec.model_id, spec.generation)
     images = {}
     if table is not None and image_models:
         image_table = table[table["image_prompt"].notna()]

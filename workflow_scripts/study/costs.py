@@ -1,7 +1,8 @@
 """`tables/costs.csv`: what a run spent, per model and per stage that spent it.
 
 One row per (model, judge): `generate` (the generate jobs' GPU-hours; for a video API
-model its submissions as `calls` and its cost from the ledger: `prices.generation_spent`),
+model its submissions as `calls` and its cost from the ledger, for an image API model its
+images: `prices.generation_spent`),
 then each VLM stage (`main`, each variant of `judges:`, `labels` for the transition labels,
 `checkpoints` for judge.checkpoints), summing the calls, cache hits and tokens its
 documents record (`tally`) and pricing the tokens at the stage's VLM model's price
@@ -29,7 +30,7 @@ SPENT = ("calls", "cached_calls", "input_tokens", "output_tokens")
 
 def gpu_hours(run, count: Tally) -> float:
     """Hours of the run's generate jobs so far (a local pipeline's; else 0)."""
-    return count.seconds / 3600 if run.denoises else 0.0
+    return count.seconds / 3600 if run.on_gpu else 0.0
 
 
 def study_ledger(study: Study) -> pd.DataFrame:
@@ -42,7 +43,7 @@ def study_ledger(study: Study) -> pd.DataFrame:
 def run_costs(study: Study, run, count: Tally, prices: Mapping, ledger) -> list[dict]:
     """The costs rows of `run` from its counts `count` and its records in the `ledger`."""
     hours = gpu_hours(run, count)
-    calls, cost = generation_spent(run, hours, prices, ledger)
+    calls, cost = generation_spent(run, hours, prices, ledger, count.made)
     rows = [{"model": run.key, "judge": GENERATE, "gpu_hours": hours, "calls": calls,
              **dict.fromkeys(SPENT[1:], 0), "cost": cost}]  # fmt: skip
     for stage in study.stages(run):

@@ -63,9 +63,14 @@ class Run:
         return self.kind not in (VIDEOS, IMAGES)
 
     @property
-    def denoises(self) -> bool:
-        """A local pipeline: GPU time and denoising checkpoints."""
+    def on_gpu(self) -> bool:
+        """A local pipeline: GPU time."""
         return self.kind == PIPELINE
+
+    @property
+    def denoises(self) -> bool:
+        """A local video pipeline: GPU time and denoising checkpoints."""
+        return self.on_gpu and self.output == "video"
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,7 @@ def plan_row(study: Study, run, tallies: Mapping[str, Tally], prices: Mapping,
     count = tallies[run.key]
     done = count.made if run.generates else count.videos  # made elsewhere: nothing to make
     left = count.videos - done
-    hours = seconds_per_video(study, run, tallies) / 3600 if run.denoises else 0.0
+    hours = seconds_per_video(study, run, tallies) / 3600 if run.on_gpu else 0.0
     price = video_price(run, hours, prices)
     costs = [None if price is None else price * left]
     calls = tokens = 0.0

@@ -4,6 +4,8 @@
   `prices.video_seconds[<model id>]` (one price a second, or prices by resolution or size);
   what the cost ledger records per submission, what the plan prices videos left at;
 - a GPU-hour of a model the workflow runs on a GPU: `prices.gpu_hour`;
+- an image of an image API model (`source: api`, `output: image`): `prices.images[<model
+  id>]`, once per image made (a rerun takes its kept reply);
 - tokens of a VLM model: `prices.tokens[<model>]` (`input`, `output`, per million);
 - a model whose videos were made elsewhere (`source: videos`) has nothing to make.
 
@@ -43,9 +45,11 @@ def token_cost(model: str, input_tokens: float, output_tokens: float, prices: Ma
 
 
 def video_price(run, gpu_hours_per_video: float, prices: Mapping) -> float | None:
-    """The price of one more video of `run` (a `documents.Run`; None: not priced)."""
+    """The price of one more video (image) of `run` (a `documents.Run`; None: not priced)."""
     if not run.generates or run.kind == STATIC:
         return 0.0
+    if run.kind == API and run.output == "image":
+        return image_price(run, prices)
     if run.kind == API:
         entry = run.entry
         cost = cost_per_video(entry["provider"], entry["model_id"], entry["generation"], prices)
@@ -53,12 +57,20 @@ def video_price(run, gpu_hours_per_video: float, prices: Mapping) -> float | Non
     return gpu_cost(gpu_hours_per_video, prices)
 
 
-def generation_spent(run, gpu_hours: float, prices: Mapping, ledger: pd.DataFrame):
+def image_price(run, prices: Mapping) -> float | None:
+    """The price of one image of an image API model (None: not priced)."""
+    return (prices.get("images") or {}).get(run.entry["model_id"])
+
+
+def generation_spent(run, gpu_hours: float, prices: Mapping, ledger: pd.DataFrame, made=0):
     """(submissions, cost) of the videos `run` made: a video API's from the cost `ledger`
-    (its records of this run key; cost None where a record is not priced), else no
-    submissions and the GPU-hours' price."""
+    (its records of this run key; cost None where a record is not priced); an image API's,
+    its `made` images at its price; else no submissions and the GPU-hours' price."""
     if not run.generates or run.kind == STATIC:
         return 0, 0.0
+    if run.kind == API and run.output == "image":
+        price = image_price(run, prices)
+        return made, None if price is None else made * price
     if run.kind == API:
         mine = ledger[ledger["model"] == run.key]
         priced = mine["cost"].notna().all()
