@@ -6,7 +6,6 @@ the paper's rates."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -16,7 +15,7 @@ import yaml
 from PIL import Image
 
 from tests.support.fake_vlm import FakeVLM
-from tests.support.scripted_judge import Judge
+from tests.support.scripted_judge import ImageJudge, Judge
 from tests.support.workflow import EXAMPLES, REPO, default_config, snakemake
 from workflow_scripts.judge.frames import encode_image
 
@@ -29,24 +28,6 @@ PASSES = {
     "bagel": ["sorting_lv2_002"],
 }
 PAPER_AVG = {"nano_banana_pro": 55.0, "gpt_image_2": 41.2, "bagel": 0.8}  # Table 4
-
-
-def brightness(jpeg: bytes) -> float:
-    return float(np.asarray(Image.open(io.BytesIO(jpeg)).convert("L")).mean())
-
-
-VIDEO_JUDGE = Judge(tier=1, violations=[0])  # the held images' videos
-
-
-def responder(received) -> dict:
-    """Success for a bright generated image (the request's last image), else a failure; the
-    video judge's calls (the gallery's video model) scripted."""
-    if "success" not in received.schema["properties"]:
-        return VIDEO_JUDGE(received)
-    ok = brightness(received.images[-1]) > 128
-    reason = {"passed": ok, "reason": "goal state shown" if ok else "the goal is not reached"}
-    kept = {"passed": True, "reason": "the rest of the scene is unchanged"}
-    return {"task_correctness": reason, "background_preservation": kept, "success": ok}
 
 
 def write_images(root) -> None:
@@ -80,7 +61,10 @@ def run(tmp_path_factory):
     root = workdir / "eval_res" / "image_model_res"
     write_images(root)
     config = image_config(workdir, root)
-    with pytest.MonkeyPatch.context() as env, FakeVLM(responder) as fake:
+    with (
+        pytest.MonkeyPatch.context() as env,
+        FakeVLM(ImageJudge(other=Judge(tier=1, violations=[0]))) as fake,
+    ):
         env.setenv("FAKE_VLM_KEY", "test-key")
         config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
         plan = snakemake(workdir, config, "plan")

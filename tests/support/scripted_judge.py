@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import re
+
+import numpy as np
+from PIL import Image
 
 from tests.support.fake_vlm import Received
 
@@ -119,3 +123,21 @@ class Transitioner:
             "later_state": f"state at step {pair[1]}",
             "evidence": f"scripted {pair[0]}->{pair[1]}",
         }
+
+
+class ImageJudge:
+    """The image judge's calls (its reply schema has `success`): success where the generated
+    image, the request's last, is bright (mean grey above 128), with a reason for each
+    criterion; every other call goes to `other`."""
+
+    def __init__(self, other=None):
+        self.other = other
+
+    def __call__(self, received: Received) -> dict:
+        if "success" not in received.schema["properties"]:
+            return self.other(received)
+        grey = np.asarray(Image.open(io.BytesIO(received.images[-1])).convert("L")).mean()
+        ok = bool(grey > 128)
+        reason = {"passed": ok, "reason": "goal state shown" if ok else "the goal is not reached"}
+        kept = {"passed": True, "reason": "the rest of the scene is unchanged"}
+        return {"task_correctness": reason, "background_preservation": kept, "success": ok}
