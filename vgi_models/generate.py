@@ -123,7 +123,7 @@ def generate(
             "threads": torch.get_num_threads(),
             "versions": versions,
             "seconds": {k: round(v, 3) for k, v in seconds.items()},
-            "peak_memory_mb": _peak_memory_mb(device),
+            "peak_memory_mb": peak_memory_mb(device),
         }
         if resumable:  # each attempt: its first step, seconds, steps computed
             meta["resumed_from_step"] = resumable.resumed_from_step
@@ -134,7 +134,7 @@ def generate(
     return meta
 
 
-def _peak_memory_mb(device: str) -> dict:
+def peak_memory_mb(device: str) -> dict:
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     peak = {"cpu_rss": round(rss_kb / 1024, 1)}
     if device == "cuda":

@@ -17,6 +17,7 @@ import jsonschema
 import yaml
 
 from vgi_models.families import FAMILIES, Family
+from vgi_models.image_families import IMAGE_FAMILIES, ImageFamily
 from vgi_models.sources import resolve
 
 SCHEMA = Path(__file__).resolve().parents[1] / "config" / "schemas" / "models.schema.yaml"
@@ -85,9 +86,10 @@ class ModelSpec:
         return self.kind == PIPELINE and self.source == TINY
 
     @property
-    def pipeline_family(self) -> Family:
-        """The pipeline family (`vgi_models.families`)."""
-        return FAMILIES[self.family]
+    def pipeline_family(self) -> Family | ImageFamily:
+        """The pipeline family (`vgi_models.families`; an image model's:
+        `vgi_models.image_families`)."""
+        return (IMAGE_FAMILIES if self.output == "image" else FAMILIES)[self.family]
 
     @property
     def steps(self) -> int:
@@ -136,7 +138,7 @@ class ModelSpec:
         return apply_lora(pipe, self.family, self.lora)
 
     def build(self):
-        """The diffusers pipeline with tiny random or real weights."""
+        """The diffusers pipeline (a video or image family's) with tiny random or real weights."""
         import torch
 
         family = self.pipeline_family

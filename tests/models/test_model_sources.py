@@ -16,7 +16,7 @@ def _weights(registry: dict) -> dict[str, str]:
     """Every non-tiny weight location (base weights, LoRA) by where it is named."""
     found = {}
     for key, entry in registry.items():
-        if entry["source"] not in ("tiny", "api", "videos", "static"):  # the rest: no weights
+        if entry["source"] not in ("tiny", "api", "videos", "static", "images"):  # no weights
             found[f"{key}.source"] = entry["source"]
         if entry.get("lora") and entry["lora"]["path"] != "tiny":
             found[f"{key}.lora.path"] = entry["lora"]["path"]

@@ -24,13 +24,14 @@ def _fits(value, schema: dict) -> bool:
 
 def _typed(value, schema: dict):
     """`value` with strings read as YAML where the YAML value fits `schema` and the string
-    does not, or is YAML's null (never meant as the text "null")."""
+    does not, or is YAML's null (never meant as the text "null"), but for blanks: a string of
+    spaces is text (Qwen-Image-Edit's negative prompt " ")."""
     if isinstance(value, str):
         try:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
             return value
-        wanted = not _fits(value, schema) or parsed is None
+        wanted = not _fits(value, schema) or (parsed is None and not value.isspace())
         return parsed if wanted and not isinstance(parsed, str) and _fits(parsed, schema) else value
     if isinstance(value, dict):
         properties = schema.get("properties", {})
