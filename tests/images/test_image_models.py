@@ -24,8 +24,8 @@ from tests.support.image_doubles.server import API_KEY, FakeImageAPI
 from tests.support.scripted_judge import ImageJudge, Judge
 from tests.support.workflow import REPO, default_config, snakemake
 
-TASKS = ["block_assembly", "clock_running", "maze_square", "sorting"]
-INSTANCES = [f"{task}_lv1_00{n}" for task in TASKS[1:] for n in (1, 2)]  # block_assembly: none
+TASKS = ["clock_running", "sorting"]
+INSTANCES = [f"{task}_lv1_00{n}" for task in TASKS for n in (1, 2)]
 MODELS = ["tiny_qwen_image_edit", "nano_banana_pro"]
 ANSWERED_BEFORE_THE_KILL = 2
 
@@ -87,7 +87,7 @@ def run(tmp_path_factory):
         unlock = snakemake(workdir, config, "--unlock")
         assert unlock.returncode == 0, unlock.stdout[-3000:]
         fake_image.script()  # the rest answered at once
-        result = snakemake(workdir, config, "image_all", "gallery")
+        result = snakemake(workdir, config, "image_all")
         assert result.returncode == 0, result.stdout[-3000:]
         resent = fake_image.sent[sent_at_the_kill:]
     return {"out": workdir / "results", "plan": plan, "answered": answered, "resent": resent}
@@ -121,8 +121,6 @@ def test_both_models_images_are_judged_and_tabled(run):
         row = table.loc[(model, "1")]
         assert (row["n"], row["errors"]) == (len(INSTANCES), 0)
         assert table.loc[(model, "avg"), "success"] == row["success"]
-    index = (out / "gallery" / "index.html").read_text(encoding="utf-8")
-    assert all(f"../{model}/sorting/sorting_lv1_001/image.png" in index for model in MODELS)
 
 
 def test_the_plan_prices_both_models_images_and_their_judgement(run):

@@ -84,7 +84,7 @@ def generate_image_api_job(smk) -> None:
             "prompt": prompt,
             "requests": requests,  # sent by this attempt: 0 when the reply came from the cache
             "cached": cached,
-            "seconds": round(time.perf_counter() - started, 3),
+            "seconds": {"request": round(time.perf_counter() - started, 3)},
         }
         write_json(smk.output.meta, meta)
         print(json.dumps({"status": meta["status"], "cached": meta["cached"]}))
