@@ -25,7 +25,11 @@ from workflow_scripts.video_api.providers import (
 
 SCHEMA = REPO / "config" / "schemas" / "models.schema.yaml"
 REGISTRY = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
-API = {key: entry for key, entry in REGISTRY.items() if entry["source"] == "api"}
+API = {  # the video API entries (an image API's: tests/image_api)
+    key: entry
+    for key, entry in REGISTRY.items()
+    if entry["source"] == "api" and entry.get("output", "video") == "video"
+}
 SDK_MODULES = (  # the providers' SDKs and what only they import: a job's imports only
     "openai",
     "google.genai",

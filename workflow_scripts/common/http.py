@@ -87,3 +87,17 @@ def registered(package: str, modules: dict[str, str], name: str, attribute: str)
     """`attribute` of the module registered as `name` (a key of `modules`, whose values are
     modules of `package`), imported now: a job imports only its own client's SDK."""
     return getattr(importlib.import_module(f"{package}.{modules[name]}"), attribute)
+
+
+def openai_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
+    """An openai SDK client (the SDK imported now: a job's import only) without retries of its
+    own (the caller decides what is sent again), its httpx client given `hooks`."""
+    import openai
+
+    return openai.OpenAI(
+        api_key=key,
+        base_url=base_url,
+        max_retries=0,
+        timeout=timeout_s,
+        http_client=openai.DefaultHttpxClient(event_hooks=hooks),
+    )

@@ -11,7 +11,7 @@ import base64
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import ServiceError
+from workflow_scripts.common.http import ServiceError, openai_client
 from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting
 from workflow_scripts.video_api.provider import image_mime
 
@@ -53,15 +53,7 @@ class Provider(ImageProvider):
         return [] if fits else [f"size: {size!r} is not allowed ({allowed})"]
 
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
-        import openai  # the SDK: a job's import only
-
-        self.client = openai.OpenAI(
-            api_key=key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=timeout_s,
-            http_client=openai.DefaultHttpxClient(event_hooks=hooks),
-        )
+        self.client = openai_client(key, base_url, hooks, timeout_s)
 
     def request(self, image: Path, prompt: str) -> bytes:
         import httpx2

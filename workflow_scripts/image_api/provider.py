@@ -15,19 +15,14 @@ shared window right before it goes out.
 from __future__ import annotations
 
 import io
-import logging
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-import tenacity
-
 from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
-from workflow_scripts.video_api.operation import hinted_backoff, not_taken
+from workflow_scripts.video_api.operation import sent_again_if_not_taken
 from workflow_scripts.video_api.provider import Refused, Retry, Setting, SettingChecks
 
 __all__ = ["ImageProvider", "Refused", "Retry", "Setting", "as_png"]
-
-log = logging.getLogger(__name__)
 
 ATTEMPTS = 5
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -61,17 +56,7 @@ class ImageProvider(SettingChecks, ABC):
     def generate(self, image: Path, prompt: str) -> bytes:
         """The image made of `image` and `prompt`, as PNG; a request not taken (429, 5xx,
         never connected) is sent again after the server's hint or a backoff."""
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(ATTEMPTS),
-            wait=hinted_backoff,
-            retry=tenacity.retry_if_exception(not_taken),
-            before_sleep=lambda state: log.warning(
-                "request not taken (%s); again in %.1f s",
-                state.outcome.exception(),
-                state.next_action.sleep,
-            ),
-            reraise=True,
-        )
+        retrying = sent_again_if_not_taken("request", ATTEMPTS)
         return as_png(retrying(self.request, Path(image), prompt))
 
     def error_for(self, status: int, message: str, headers=None, code: str | None = None,

@@ -56,18 +56,25 @@ def hinted_backoff(state: tenacity.RetryCallState) -> float:
     return hint or tenacity.wait_exponential(multiplier=BACKOFF_S[0], max=BACKOFF_S[1])(state)
 
 
-# A submission not taken is sent again; an unsure one never (it may have been taken).
-SUBMISSION = tenacity.Retrying(
-    stop=tenacity.stop_after_attempt(SUBMIT_ATTEMPTS),
-    wait=hinted_backoff,
-    retry=tenacity.retry_if_exception(not_taken),
-    before_sleep=lambda state: log.warning(
-        "submission not taken (%s); again in %.1f s",
-        state.outcome.exception(),
-        state.next_action.sleep,
-    ),
-    reraise=True,
-)
+def sent_again_if_not_taken(what: str, attempts: int) -> tenacity.Retrying:
+    """Sends `what` (a submission, an image request) again, up to `attempts` in all, where
+    it was not taken (429, 5xx, never connected), after the server's hint or a backoff; an
+    unsure one never (it may have been taken)."""
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=hinted_backoff,
+        retry=tenacity.retry_if_exception(not_taken),
+        before_sleep=lambda state: log.warning(
+            "%s not taken (%s); again in %.1f s",
+            what,
+            state.outcome.exception(),
+            state.next_action.sleep,
+        ),
+        reraise=True,
+    )
+
+
+SUBMISSION = sent_again_if_not_taken("submission", SUBMIT_ATTEMPTS)
 
 
 class NotResumable(Exception):

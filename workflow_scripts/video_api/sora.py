@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from workflow_scripts.common.http import openai_client
 from workflow_scripts.video_api.provider import Outcome, Retry, Setting, VideoProvider
 
 REFUSALS = ("moderation", "policy")  # in a failed video's error code: a refusal
@@ -46,15 +47,7 @@ class Provider(VideoProvider):
         return []
 
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
-        import openai  # the SDK: a job's import only (see provider.py)
-
-        self.client = openai.OpenAI(
-            api_key=key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=timeout_s,
-            http_client=openai.DefaultHttpxClient(event_hooks=hooks),
-        )
+        self.client = openai_client(key, base_url, hooks, timeout_s)
 
     def submits(self, request) -> bool:
         return request.method == "POST" and request.url.path.endswith("/videos")
