@@ -23,6 +23,7 @@ from tests.support.workflow import REPO
 from vgi_models.families import FAMILIES
 from vgi_models.families.hunyuan15_attention import PrefixAttnProcessor, use_prefix_attention
 from vgi_models.generate import generate
+from vgi_models.image_families import IMAGE_FAMILIES
 from vgi_models.registry import load_registry
 
 
@@ -41,9 +42,14 @@ def test_the_family_map_loads_no_torch_and_no_tiny_builder():
 
 
 def test_the_schema_names_every_family():
-    """A registry `family` is a key of `FAMILIES` (the schema lists them for the user)."""
+    """A registry `family` is a key of `FAMILIES` or of `IMAGE_FAMILIES` (the schema lists
+    them for the user), an image family only with `output: image`."""
     schema = yaml.safe_load((REPO / "config/schemas/models.schema.yaml").read_text())
-    assert schema["$defs"]["model"]["properties"]["family"]["enum"] == list(FAMILIES)
+    model = schema["$defs"]["model"]
+    assert model["properties"]["family"]["enum"] == [*FAMILIES, *IMAGE_FAMILIES]
+    local = next(rule["then"] for rule in model["allOf"] if "family" in rule["then"]["required"])
+    assert local["then"]["properties"]["family"]["enum"] == list(IMAGE_FAMILIES)
+    assert local["else"]["properties"]["family"]["enum"] == list(FAMILIES)
 
 
 # Wan2.2: two experts

@@ -146,14 +146,15 @@ def study(tmp_path_factory, browser):
             proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
             while proc.poll() is None:  # mid-run: the furthest state with a job running
                 status = out / "status.csv"
-                table = pd.read_csv(status) if status.exists() else None
+                written = written_together(out)
+                table = pd.read_csv(status) if written else None
                 if table is not None and table["running"].iloc[-1]:
                     progress = table[["generated", "calls"]].iloc[-1].tolist()
                     if progress > facts.get("mid_progress", [-1, -1]):
                         facts.update(mid=table, mid_progress=progress)
                         shot = shoot(browser, out / "status.html", "mid_run.png", tmp)
                         facts["mid_page"], bars = shot
-                        if pd.read_csv(status).equals(table):  # the page of that table
+                        if written_together(out) == written:  # the page of that table
                             facts.setdefault("mid_bars", []).append((table, bars))
                 time.sleep(0.2)
         assert proc.returncode == 0, (tmp / "run.log").read_text()[-3000:]
@@ -181,6 +182,17 @@ def study(tmp_path_factory, browser):
         page, facts["failed_bars"] = shoot(browser, out / "status.html", "after_failure.png", tmp)
         facts["failed_page"] = page
     return facts
+
+
+def written_together(out: Path) -> tuple[int, int] | None:
+    """The mtimes of status.csv and status.html where the page is of the table: each write
+    writes the table, then the page, so a page no older than the table is of that write
+    (while neither changes again); None otherwise."""
+    try:
+        table, page = ((out / name).stat().st_mtime_ns for name in ("status.csv", "status.html"))
+    except FileNotFoundError:
+        return None
+    return (table, page) if page >= table else None
 
 
 def sent_calls(out: Path, model: str) -> int:

@@ -19,7 +19,6 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
-from workflow_scripts.video_api.operation import sent_again_if_not_taken
 from workflow_scripts.video_api.provider import Refused, Retry, Setting, SettingChecks
 
 __all__ = ["ImageProvider", "Refused", "Retry", "Setting", "as_png"]
@@ -56,6 +55,8 @@ class ImageProvider(SettingChecks, ABC):
     def generate(self, image: Path, prompt: str) -> bytes:
         """The image made of `image` and `prompt`, as PNG; a request not taken (429, 5xx,
         never connected) is sent again after the server's hint or a backoff."""
+        from workflow_scripts.video_api.operation import sent_again_if_not_taken  # tenacity
+
         retrying = sent_again_if_not_taken("request", ATTEMPTS)
         return as_png(retrying(self.request, Path(image), prompt))
 
