@@ -51,9 +51,7 @@ def generate(
     if not steps:
         raise ValueError("denoise.steps is empty: name at least one step to decode")
     out_dir = Path(out_dir)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
+    device = job_device()
     gen, family = spec.generation, spec.pipeline_family
     seconds = {}
 
@@ -65,7 +63,7 @@ def generate(
 
     generator = torch.Generator("cpu").manual_seed(gen["seed"])
     call = {"image": Image.open(image).convert("RGB"), "prompt": prompt, "generator": generator}
-    versions = {"python": platform.python_version()} | {p: version(p) for p in PACKAGES}
+    versions = package_versions(PACKAGES)
     trajectory = contextlib.nullcontext()
     if state_dir is not None:
         key = state_key(
@@ -119,8 +117,7 @@ def generate(
             # a two-stage model's checkpoints: its first stage
             "checkpoint_size": checkpoint_size,
             "fps": gen["fps"],
-            "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-            "threads": torch.get_num_threads(),
+            **machine(device),
             "versions": versions,
             "seconds": {k: round(v, 3) for k, v in seconds.items()},
             "peak_memory_mb": peak_memory_mb(device),
@@ -132,6 +129,25 @@ def generate(
         if resumable:
             resumable.finish()
     return meta
+
+
+def job_device() -> str:
+    """The device a job runs on (`cuda` where there is one), its peak memory counted from now."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    return device
+
+
+def package_versions(packages: tuple[str, ...]) -> dict:
+    """Python's version and each of `packages`'."""
+    return {"python": platform.python_version()} | {p: version(p) for p in packages}
+
+
+def machine(device: str) -> dict:
+    """Where a job ran: the device's name and the CPU threads."""
+    name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    return {"device": name, "threads": torch.get_num_threads()}
 
 
 def peak_memory_mb(device: str) -> dict:

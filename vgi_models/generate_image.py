@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import platform
 import time
-from importlib.metadata import version
 from pathlib import Path
 
-import torch
 from PIL import Image
 
-from vgi_models.generate import peak_memory_mb
+from vgi_models.generate import job_device, machine, package_versions, peak_memory_mb
 from vgi_models.registry import ModelSpec
 from vgi_models.runtime import place
 from vgi_models.state import write_atomic
@@ -25,9 +22,7 @@ def generate_image(spec: ModelSpec, image: str, prompt: str, out_dir: Path) -> d
     input image; write `image.png` and `generation.json` into `out_dir` (each atomically) and
     return the metadata written. The same settings and seed give the same PNG bytes."""
     out_dir = Path(out_dir)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
+    device = job_device()
     family, seconds = spec.pipeline_family, {}
 
     t0 = time.perf_counter()
@@ -51,9 +46,8 @@ def generate_image(spec: ModelSpec, image: str, prompt: str, out_dir: Path) -> d
         "prompt": prompt,
         "height": edited.height,
         "width": edited.width,
-        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "threads": torch.get_num_threads(),
-        "versions": {"python": platform.python_version()} | {p: version(p) for p in PACKAGES},
+        **machine(device),
+        "versions": package_versions(PACKAGES),
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "peak_memory_mb": peak_memory_mb(device),
     }

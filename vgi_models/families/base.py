@@ -5,12 +5,11 @@ from __future__ import annotations
 import importlib
 
 
-class Family:
-    """A pipeline family: how its pipeline is built and called, and how its denoising
-    trajectory becomes frames. The defaults fit a one-stage family whose latent output is
-    what its `decode` takes and whose scheduler steps that whole latent.
+class PipelineFamily:
+    """What every diffusers pipeline family has, a video family (`Family`) or an image one
+    (`vgi_models.image_families`): how its pipeline is loaded, built tiny and called.
 
-    A family is one module of `vgi_models.families` with an instance in `FAMILIES`; its tiny
+    A family is one module of its package with an instance in the package's map; its tiny
     randomly initialised builder lives beside it in `<module>_tiny`
     (`build_tiny(family, generation)`), imported only for `source: tiny`, so that real weights
     load without test-only code. A family module imports torch and diffusers inside its
@@ -20,20 +19,10 @@ class Family:
     name: str
     # Components that denoise: the attention backend is set on them; LoRA files go into them.
     denoisers: tuple[str, ...] = ("transformer",)
-    # What its denoising loop steps, by the names of its step callback and `prepare_<name>`
-    # (`vgi_models.resume` saves them).
-    loop_tensors: tuple[str, ...] = ("latents",)
-    # The published LoRA files: format -> component -> default file name ({}: no LoRA).
-    lora_files: dict[str, dict[str, str]] = {}
 
     def load(self, source: str, generation: dict, dtype):
         """The pipeline with real weights from a local directory (or the local hub cache)."""
         raise NotImplementedError
-
-    def finish(self, pipe, generation: dict):
-        """The family's checks and settings on a built pipeline, real or tiny (raises
-        `ValueError` naming the setting it cannot honour)."""
-        return pipe
 
     def build_tiny(self, generation: dict):
         """A randomly initialised pipeline of the family's architecture, from config alone."""
@@ -43,6 +32,25 @@ class Family:
     def call_kwargs(self, generation: dict) -> dict:
         """The pipeline's keyword arguments from the model's generation settings."""
         raise NotImplementedError
+
+
+class Family(PipelineFamily):
+    """A video pipeline family: how its pipeline is built and called, and how its denoising
+    trajectory becomes frames. The defaults fit a one-stage family whose latent output is
+    what its `decode` takes and whose scheduler steps that whole latent. One module of
+    `vgi_models.families` with an instance in `FAMILIES` (`PipelineFamily`).
+    """
+
+    # What its denoising loop steps, by the names of its step callback and `prepare_<name>`
+    # (`vgi_models.resume` saves them).
+    loop_tensors: tuple[str, ...] = ("latents",)
+    # The published LoRA files: format -> component -> default file name ({}: no LoRA).
+    lora_files: dict[str, dict[str, str]] = {}
+
+    def finish(self, pipe, generation: dict):
+        """The family's checks and settings on a built pipeline, real or tiny (raises
+        `ValueError` naming the setting it cannot honour)."""
+        return pipe
 
     def final_latents(self, pipe, output):
         """The latent of an `output_type="latent"` call, in the form `decode` takes."""
