@@ -60,6 +60,21 @@ def test_a_target_needing_the_vlm_without_its_key_stops_before_any_job(
     assert wall < 30  # about 2 s on an idle machine (the check itself is after the DAG)
 
 
+def test_an_image_api_model_without_its_key_stops_before_any_job(tmp_path, monkeypatch):
+    """The image branch's API jobs need their model's key: named, with the way around it
+    that fits them (not the judge's)."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    config = default_config(tmp_path) | {"image_models": ["nano_banana_pro"]}
+    config["judge"] = {"enabled": False}
+    result = snakemake(tmp_path, config, "image_all")
+    assert result.returncode == 1, result.stdout[-3000:]
+    needs = "$GEMINI_API_KEY is not set: target image_all needs it for 9 generate_image_api jobs"
+    assert needs in result.stdout and "Nothing was run." in result.stdout
+    assert "leave the image API models out of `image_models:`" in result.stdout
+    assert "targets without the judge" not in result.stdout and "video API" not in result.stdout
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_target_without_vlm_jobs_runs_without_the_key(tmp_path, monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     result = snakemake(tmp_path, default_config(tmp_path), "select_instances")

@@ -1,5 +1,5 @@
-"""The API keys a run's jobs read (the VLM judge's, a video API's), checked once the DAG is
-known and before any job runs."""
+"""The API keys a run's jobs read (the VLM judge's, a video or image API's), checked once the
+DAG is known and before any job runs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 VIDEO_API_RULE = "generate_api"  # the one rule whose key is a video API's
-# Where the docs say how a model's videos made elsewhere come in (`source: videos`).
+IMAGE_API_RULE = "generate_image_api"  # the one rule whose key is an image API's
+# Where the docs say how a model's videos (images) made elsewhere come in (`source: videos`).
 IMPORT_VIDEOS = "docs/commercial-models.md, 'Videos made elsewhere instead'"
+IMPORT_IMAGES = "docs/images.md, 'Image models'"
 
 
 def missing_key_error(
@@ -34,7 +36,7 @@ def missing_key_error(
     ]
     rules = {rule for jobs_of in missing.values() for rule in jobs_of}
     ways = []
-    if rules - {VIDEO_API_RULE}:
+    if rules - {VIDEO_API_RULE, IMAGE_API_RULE}:
         ways.append(
             "ask for targets without the judge (generate_all, gallery, export_official_all)"
         )
@@ -43,11 +45,17 @@ def missing_key_error(
             "leave the video API models out of `models:` (videos made elsewhere come in as "
             f"`source: videos`: {IMPORT_VIDEOS})"
         )
+    if IMAGE_API_RULE in rules:
+        ways.append(
+            "leave the image API models out of `image_models:` (images made elsewhere come in "
+            f"as `source: images`: {IMPORT_IMAGES})"
+        )
     return "\n".join(
         [
             *lines,
             "Nothing was run. Export the key (its variable is named by judge.api_key_env, "
-            "a variant's api_key_env, or a video API model's api_key_env in the registry), "
+            "a variant's api_key_env, or a video or image API model's api_key_env in the "
+            "registry), "
             f"or {', or '.join(ways)}.",
         ]
     )
