@@ -21,16 +21,20 @@ SPACES = {
     "FlowMatchEulerDiscreteScheduler": FLOW,
     "DDIMScheduler": VP_TIMESTEP,
     "DDPMScheduler": VP_TIMESTEP,
+    "CogVideoXDDIMScheduler": VP_TIMESTEP,
     "DPMSolverMultistepScheduler": VP_SIGMA,
     "UniPCMultistepScheduler": VP_SIGMA,
     "EulerDiscreteScheduler": SIGMA,
     "EulerAncestralDiscreteScheduler": SIGMA,
 }
+NEVER_CLIPS = {"CogVideoXDDIMScheduler"}  # its step ignores clip_sample
 TWICE = "calls `step` more than once per denoising step, so steps cannot be counted by its calls"
 REFUSED = {
     "HeunDiscreteScheduler": TWICE,
     "KDPM2DiscreteScheduler": TWICE,
     "KDPM2AncestralDiscreteScheduler": TWICE,
+    "CogVideoXDPMScheduler": "takes the previous step's x0 and timestep before the sample, so "
+    "its model output and sample cannot be read from its arguments",
 }
 
 
@@ -65,7 +69,8 @@ def clean_estimator(scheduler) -> Callable:
         raise UnsupportedScheduler(f"scheduler {name}: dynamic thresholding of x0 is not served")
     if space == SIGMA:
         return lambda out, t, x: _from_sigma_space(prediction, out, x, _sigma(scheduler))
-    clip = config.get("clip_sample") and config.get("clip_sample_range", 1.0)
+    clips = known not in NEVER_CLIPS and config.get("clip_sample")
+    clip = clips and config.get("clip_sample_range", 1.0)
 
     def estimate(out, t, x):
         if space == VP_TIMESTEP:

@@ -57,6 +57,7 @@ class ModelSpec:
     resources: dict
     runtime: dict
     lora: dict | None = None
+    pipeline: str | None = None  # `family: diffusers_i2v`: the diffusers class, by name
     videos: str | None = None
     images: str | None = None
     output: str = "video"  # or "image": an image model (the image branch)
@@ -89,7 +90,8 @@ class ModelSpec:
     def pipeline_family(self) -> Family | ImageFamily:
         """The pipeline family (`vgi_models.families`; an image model's:
         `vgi_models.image_families`)."""
-        return (IMAGE_FAMILIES if self.output == "image" else FAMILIES)[self.family]
+        family = (IMAGE_FAMILIES if self.output == "image" else FAMILIES)[self.family]
+        return family.named(self.pipeline) if self.pipeline else family
 
     @property
     def steps(self) -> int:
@@ -123,6 +125,7 @@ class ModelSpec:
             "generation": self.generation,
             **image,
         }
+        settings |= {"pipeline": self.pipeline} if self.pipeline else {}
         return settings | ({"lora": self.lora} if self.lora else {})
 
     def resolve_source(self) -> str:
@@ -206,6 +209,7 @@ def load_registry(entries: dict) -> dict[str, ModelSpec]:
             resources=entry.get("resources", {}),
             runtime=entry["runtime"],
             lora=entry.get("lora"),
+            pipeline=entry.get("pipeline"),
             videos=entry.get("videos"),
             images=entry.get("images"),
             output="image" if source == IMAGES else entry["output"],
@@ -254,20 +258,26 @@ def problems_of(
 
 def weight_problems(spec: ModelSpec) -> list[str]:
     """What a pipeline's generate jobs need on disk and cannot find (its weights, the LTX
-    upsampler beside them, its LoRA), each naming the model key: checked when a run starts,
-    for the models whose generate jobs are about to run (a plan needs no weights)."""
+    upsampler beside them, its LoRA), and what its family refuses to run (`Family.problems`),
+    each naming the model key: checked when a run starts, for the models whose generate jobs
+    are about to run (a plan needs no weights)."""
     found, key = [], spec.key
+    source = TINY if spec.tiny else None
     if not spec.tiny:
         try:
-            weights = Path(spec.resolve_source())
+            source = spec.resolve_source()
         except FileNotFoundError as err:
             found.append(str(err))
         else:
             stage = spec.generation.get("stage_2")  # LTX: the upsampler beside the weights
-            if stage and not (weights / stage["upsampler"]).is_dir():
+            if stage and not (Path(source) / stage["upsampler"]).is_dir():
                 found.append(
-                    f"model {key!r}: latent upsampler {stage['upsampler']}/ not in {weights}"
+                    f"model {key!r}: latent upsampler {stage['upsampler']}/ not in {source}"
                 )
+    if source:
+        found += [
+            f"model {key!r}: {p}" for p in spec.pipeline_family.problems(source, spec.generation)
+        ]
     if spec.lora and spec.lora["path"] != TINY:
         from vgi_models.lora import lora_files
 

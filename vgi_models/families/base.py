@@ -33,6 +33,11 @@ class PipelineFamily:
         """The pipeline's keyword arguments from the model's generation settings."""
         raise NotImplementedError
 
+    def problems(self, source: str, generation: dict) -> list[str]:
+        """Why an entry of the family cannot run, found before any job (`source`: `tiny` or
+        the weights' folder); none by default: `finish` checks the built pipeline."""
+        return []
+
 
 class Family(PipelineFamily):
     """A video pipeline family: how its pipeline is built and called, and how its denoising

@@ -1,0 +1,132 @@
+"""The generic family (`diffusers_i2v`): diffusers' own image-to-video pipelines from a registry
+entry alone, on tiny random weights: checkpoints decoded as the pipeline decodes its video, a
+job cut off resuming to the same bytes, and pipelines whose checkpoints would be wrong refused
+by name before any job."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from tests.models.test_resumable import Job
+from tests.support.pipelines import run_pipeline
+from vgi_models.generate import generate
+from vgi_models.registry import load_registry, weight_problems
+
+TINY = ["tiny_skyreels_v2", "tiny_cogvideox"]
+STEPS = 4  # of each test run (the registry's 40 are the study's)
+CHECKPOINTS = (1, 2, 4)
+
+
+@pytest.fixture(scope="module", params=TINY)
+def tiny(request, specs, example_image):
+    """(spec at STEPS steps, pipe, recorder, latent output) of one recorded run per pipeline."""
+    spec = specs[request.param].with_generation(num_inference_steps=STEPS)
+    return spec, *run_pipeline(spec, example_image, CHECKPOINTS)
+
+
+def test_checkpoints_at_the_chosen_steps_end_in_the_pipelines_own_video(tiny, example_image):
+    """The last x0 is the final latent exactly, and decoded it is the video the pipeline
+    itself makes (`output_type="np"`), frame for frame and bit for bit."""
+    spec, pipe, rec, out = tiny
+    family = spec.pipeline_family
+    final = family.final_latents(pipe, out)
+    assert sorted(rec.checkpoints) == list(CHECKPOINTS) and rec.calls == STEPS
+    last = family.checkpoint_latents(pipe, rec.checkpoints[STEPS].x0, final)
+    assert torch.equal(last, final)
+    assert not torch.equal(family.checkpoint_latents(pipe, rec.checkpoints[2].x0, final), final)
+    _, _, own = run_pipeline(spec, example_image, output_type="np", record=False)
+    np.testing.assert_array_equal(family.decode(pipe, last), (own.frames[0] * 255).astype(np.uint8))
+
+
+def test_generate_writes_the_checkpoints_and_the_video(tiny, example_image, tmp_path):
+    spec = tiny[0]
+    meta = generate(spec, str(example_image), "reach the exit", list(CHECKPOINTS), "x0", tmp_path)
+    gen = spec.generation
+    assert (meta["frames"], meta["height"], meta["width"]) == (
+        gen["num_frames"], gen["height"], gen["width"],
+    )  # fmt: skip
+    assert meta["settings"]["pipeline"] == spec.pipeline
+    written = sorted(p.name for p in (tmp_path / "denoise").iterdir())
+    assert written == [f"step{s:02d}.mp4" for s in CHECKPOINTS]
+    last = (tmp_path / "denoise" / f"step{STEPS:02d}.mp4").read_bytes()
+    assert last == (tmp_path / "video.mp4").read_bytes()
+    assert json.loads((tmp_path / "generation.json").read_text()) == meta
+
+
+def test_a_killed_job_resumes_to_the_same_bytes(specs, tmp_path):
+    """Cut off by SIGKILL after step 5 of 6 (saved at step 4), then run again."""
+    jobs = {}
+    for name in ("killed", "uncut"):
+        job = Job(tmp_path / name, specs, "tiny_cogvideox", num_inference_steps=6)
+        job.settings["denoise"]["steps"] = [2, 6]
+        jobs[name] = job
+    killed = jobs["killed"].cut_off((1, 5), save_every=2)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert "saved the state at step 4 of 6\n" in killed.stderr
+    assert "resumed at step 4 of 6\n" in jobs["killed"].run(save_every=2)
+    jobs["uncut"].run(save_every=2)
+    assert jobs["killed"].outputs() == jobs["uncut"].outputs()
+    assert jobs["killed"].meta()["resumed_from_step"] == 4
+
+
+@pytest.fixture(scope="module")
+def saved_cogvideox(specs, tmp_path_factory):
+    """The tiny CogVideoX's weights in a folder, as the hub gives them."""
+    folder = tmp_path_factory.mktemp("cogvideox")
+    specs["tiny_cogvideox"].build().save_pretrained(folder)
+    return folder
+
+
+def test_weights_load_from_a_folder_naming_its_class(registry, saved_cogvideox, example_image):
+    """Without `pipeline`, the folder's model_index.json names the class."""
+    entry = registry["tiny_cogvideox"] | {"source": str(saved_cogvideox)}
+    del entry["pipeline"]
+    spec = load_registry({"saved": entry})["saved"]
+    assert weight_problems(spec) == []
+    pipe = spec.build()
+    assert type(pipe).__name__ == "CogVideoXImageToVideoPipeline"
+    assert pipe.transformer.config.sample_height == 8
+
+
+def test_a_scheduler_whose_steps_cannot_be_read_is_refused_before_any_job(
+    registry, saved_cogvideox, tmp_path
+):
+    """The same weights shipped with CogVideoX's DPM-Solver: refused by model, pipeline and
+    scheduler, with the reason, from the folder's config alone."""
+    from diffusers import CogVideoXDPMScheduler
+
+    folder = tmp_path / "dpm"
+    shutil.copytree(saved_cogvideox, folder)
+    index = json.loads((folder / "model_index.json").read_text())
+    index["scheduler"] = ["diffusers", "CogVideoXDPMScheduler"]
+    (folder / "model_index.json").write_text(json.dumps(index))
+    CogVideoXDPMScheduler().save_pretrained(folder / "scheduler")
+    entry = registry["tiny_cogvideox"] | {"source": str(folder)}
+    (problem,) = weight_problems(load_registry({"dpm": entry})["dpm"])
+    assert problem.startswith(
+        "model 'dpm': CogVideoXImageToVideoPipeline: scheduler CogVideoXDPMScheduler: takes the "
+        "previous step's x0"
+    )
+
+
+@pytest.mark.parametrize(
+    "pipeline, generation, reason",
+    [
+        ("Kandinsky5I2VPipeline", {}, "renormalises the first latent frames"),
+        ("StableVideoDiffusionPipeline", {}, "its call takes no prompt"),
+        ("CogVideoXImageToVideoPipeline", {"call_names": {"fps": "frame_rate"}},
+         "generation.fps has no call keyword 'frame_rate'"),
+    ],
+)  # fmt: skip
+def test_a_pipeline_that_cannot_serve_is_refused_by_name(
+    registry, saved_cogvideox, pipeline, generation, reason
+):
+    entry = registry["tiny_cogvideox"] | {"source": str(saved_cogvideox), "pipeline": pipeline}
+    entry["generation"] = entry["generation"] | generation
+    problems = weight_problems(load_registry({"other": entry})["other"])
+    assert any(p.startswith(f"model 'other': {pipeline}: ") and reason in p for p in problems)

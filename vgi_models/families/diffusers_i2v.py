@@ -1,0 +1,161 @@
+"""Any diffusers image-to-video pipeline from a registry entry alone (`family: diffusers_i2v`).
+
+The entry names its weights (`source`) and, where the folder's `model_index.json` does not,
+its class (`pipeline`); the generation settings are data, passed to the pipeline's call
+under its own keyword names (`generation.call_names` maps ours to them where they differ).
+The scheduler, its settings included, is the one the weights ship with.
+
+A pipeline is refused, by name and with the reason, before any job (`problems`) when its
+checkpoints could not be what it would itself decode: a call without the step callback or
+`prepare_latents` (resuming needs both), a scheduler whose clean estimate is not known
+(`vgi_models.hooks.clean_estimator`), a keyword the call does not take, or a pipeline whose
+latent output is not what its scheduler steps (`REFUSED`).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+from pathlib import Path
+
+from vgi_models.families.base import Family, to_frames
+
+# our generation setting -> the call keyword it is passed as, unless `call_names` says otherwise
+CALL_SETTINGS = ("height", "width", "num_frames", "num_inference_steps", "guidance_scale",
+                 "negative_prompt", "max_sequence_length")  # fmt: skip
+NEEDED = ("image", "prompt", "generator", "output_type", "callback_on_step_end")
+REFUSED = {
+    "Kandinsky5I2VPipeline": "after its loop it renormalises the first latent frames against "
+    "later ones using the image latent its output drops (normalize_first_frame), so a checkpoint "
+    "cannot be put in the form its decode takes",
+    "LTXImageToVideoPipeline": "its scheduler steps the unpacked frames after the image's while "
+    "its latent output is packed, and its VAE decode adds seeded noise (decode_timestep)",
+}
+
+
+class DiffusersI2V(Family):
+    """The generic family; `pipeline` is the entry's class name (None: `model_index.json`'s)."""
+
+    name = "diffusers_i2v"
+
+    def __init__(self, pipeline: str | None = None) -> None:
+        self.pipeline = pipeline
+
+    def named(self, pipeline: str | None) -> DiffusersI2V:
+        """The family for one entry's pipeline class."""
+        family = copy.copy(self)
+        family.pipeline = pipeline
+        return family
+
+    def load(self, source: str, generation: dict, dtype):
+        import diffusers
+
+        kind = getattr(diffusers, self.pipeline) if self.pipeline else diffusers.DiffusionPipeline
+        pipe = kind.from_pretrained(source, dtype=dtype, local_files_only=True)
+        return self.finish(pipe, generation)
+
+    def finish(self, pipe, generation: dict):
+        """Refuses (ValueError, every reason) a pipeline whose checkpoints would be wrong."""
+        problems = refusals(type(pipe), pipe.scheduler, generation)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return pipe
+
+    def problems(self, source: str, generation: dict) -> list[str]:
+        """Why the entry cannot run, from its pipeline class and scheduler alone (no weights
+        loaded): the tiny pipeline is built; a folder's `model_index.json` and scheduler
+        config are read."""
+        import diffusers
+
+        if source == "tiny":
+            from vgi_models.families.diffusers_i2v_tiny import BUILDERS
+
+            if self.pipeline not in BUILDERS:
+                return [f"no tiny {self.pipeline} (tiny pipelines: {', '.join(BUILDERS)})"]
+            pipe = BUILDERS[self.pipeline]()
+            return refusals(type(pipe), pipe.scheduler, generation)
+        index = json.loads((Path(source) / "model_index.json").read_text(encoding="utf-8"))
+        name = self.pipeline or index["_class_name"]
+        kind = getattr(diffusers, name, None)
+        if not (isinstance(kind, type) and issubclass(kind, diffusers.DiffusionPipeline)):
+            return [f"diffusers has no pipeline {name}"]
+        scheduler = getattr(diffusers, index["scheduler"][1])
+        scheduler = scheduler.from_pretrained(source, subfolder="scheduler", local_files_only=True)
+        return refusals(kind, scheduler, generation)
+
+    def call_kwargs(self, generation: dict) -> dict:
+        """The settings under the call's keyword names; `fps` only where `call_names` maps it."""
+        names = generation.get("call_names", {})
+        return {
+            names.get(key, key): generation[key]
+            for key in (*CALL_SETTINGS, "fps")
+            if key in generation and (key != "fps" or key in names)
+        }
+
+    def checkpoint_latents(self, pipe, state, final):
+        """The scheduler's state is the latent output itself (`REFUSED` holds the exceptions
+        known; a shape that differs is one more, refused rather than decoded)."""
+        if state.shape != final.shape:
+            raise ValueError(
+                f"{type(pipe).__name__}: its scheduler steps {tuple(state.shape)} but its latent "
+                f"output is {tuple(final.shape)}; its checkpoints cannot be decoded as its video"
+            )
+        return state
+
+    def decode(self, pipe, latents):
+        """Latents -> frames by the pipeline's own decode path, one of the three diffusers'
+        video pipelines use, chosen by what the pipeline and its VAE have:
+        - the pipeline's `decode_latents` (CogVideoX: frames-first latents, divided by the
+          VAE's scaling_factor);
+        - a VAE with per-channel `latents_mean` and `latents_std` (Wan's, in SkyReels-V2 and
+          Sana-Video): divided by 1/std, then the mean added, as those pipelines compute it;
+        - otherwise division by the VAE's `scaling_factor`;
+        then the pipeline's video processor. The last checkpoint's frames equal the video's
+        (tests/models/test_diffusers_i2v.py)."""
+        import torch
+
+        vae = pipe.vae
+        latents = latents.to(device=pipe._execution_device, dtype=vae.dtype)
+        with torch.no_grad():
+            if hasattr(pipe, "decode_latents"):
+                return to_frames(pipe, pipe.decode_latents(latents))
+            config = vae.config
+            if getattr(config, "latents_mean", None) is not None:
+                shape = (1, latents.shape[1], 1, 1, 1)
+                mean = (
+                    torch.tensor(config.latents_mean).view(shape).to(latents.device, latents.dtype)
+                )
+                inv_std = 1.0 / torch.tensor(config.latents_std).view(shape).to(
+                    latents.device, latents.dtype
+                )
+                latents = latents / inv_std + mean
+            else:
+                latents = latents / config.scaling_factor
+            return to_frames(pipe, vae.decode(latents, return_dict=False)[0])
+
+
+def refusals(kind: type, scheduler, generation: dict) -> list[str]:
+    """Every reason pipeline class `kind` with `scheduler` cannot run `generation` here."""
+    from vgi_models.hooks import UnsupportedScheduler, clean_estimator
+
+    name = kind.__name__
+    if name in REFUSED:
+        return [f"{name}: {REFUSED[name]}"]
+    found = []
+    takes = inspect.signature(kind.__call__).parameters
+    missing = [p for p in NEEDED if p not in takes]
+    if missing:
+        found.append(f"{name}: its call takes no {', '.join(missing)}")
+    if not hasattr(kind, "prepare_latents"):
+        found.append(f"{name}: no prepare_latents, so a job cut off cannot resume")
+    names = generation.get("call_names", {})
+    for key in (*CALL_SETTINGS, *names):
+        keyword = names.get(key, key)
+        if key in generation and keyword not in takes:
+            found.append(f"{name}: generation.{key} has no call keyword {keyword!r}")
+    try:
+        clean_estimator(scheduler)
+    except UnsupportedScheduler as err:
+        found.append(f"{name}: {err}")
+    return found
