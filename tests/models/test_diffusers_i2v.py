@@ -114,6 +114,16 @@ def test_a_scheduler_whose_steps_cannot_be_read_is_refused_before_any_job(
     )
 
 
+def test_cogvideox_1_5_whose_latents_are_padded_is_refused(registry, saved_cogvideox, tmp_path):
+    folder = tmp_path / "cogvideox15"
+    shutil.copytree(saved_cogvideox, folder)
+    config = json.loads((folder / "transformer" / "config.json").read_text())
+    (folder / "transformer" / "config.json").write_text(json.dumps(config | {"patch_size_t": 2}))
+    entry = registry["tiny_cogvideox"] | {"source": str(folder)}
+    (problem,) = weight_problems(load_registry({"v15": entry})["v15"])
+    assert "CogVideoX1.5 (transformer patch_size_t) pads the latent frames" in problem
+
+
 @pytest.mark.parametrize(
     "pipeline, generation, reason",
     [

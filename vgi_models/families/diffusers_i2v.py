@@ -9,7 +9,8 @@ A pipeline is refused, by name and with the reason, before any job (`problems`) 
 checkpoints could not be what it would itself decode: a call without the step callback or
 `prepare_latents` (resuming needs both), a scheduler whose clean estimate is not known
 (`vgi_models.hooks.clean_estimator`), a keyword the call does not take, or a pipeline whose
-latent output is not what its scheduler steps (`REFUSED`).
+latent output is not what its scheduler steps or its video is made of (`REFUSED`,
+`REFUSED_SETTINGS`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ REFUSED = {
     "cannot be put in the form its decode takes",
     "LTXImageToVideoPipeline": "its scheduler steps the unpacked frames after the image's while "
     "its latent output is packed, and its VAE decode adds seeded noise (decode_timestep)",
+}
+# pipeline -> (its transformer's setting, why a model that sets it is refused)
+REFUSED_SETTINGS = {
+    "CogVideoXImageToVideoPipeline": (
+        "patch_size_t",
+        "CogVideoX1.5 (transformer patch_size_t) pads the latent frames and drops the padding "
+        "only in its decode, so its latent output is not the frames of its video",
+    ),
 }
 
 
@@ -57,7 +66,7 @@ class DiffusersI2V(Family):
 
     def finish(self, pipe, generation: dict):
         """Refuses (ValueError, every reason) a pipeline whose checkpoints would be wrong."""
-        problems = refusals(type(pipe), pipe.scheduler, generation)
+        problems = refusals(type(pipe), pipe.scheduler, pipe.transformer.config, generation)
         if problems:
             raise ValueError("; ".join(problems))
         return pipe
@@ -74,7 +83,7 @@ class DiffusersI2V(Family):
             if self.pipeline not in BUILDERS:
                 return [f"no tiny {self.pipeline} (tiny pipelines: {', '.join(BUILDERS)})"]
             pipe = BUILDERS[self.pipeline]()
-            return refusals(type(pipe), pipe.scheduler, generation)
+            return refusals(type(pipe), pipe.scheduler, pipe.transformer.config, generation)
         index = json.loads((Path(source) / "model_index.json").read_text(encoding="utf-8"))
         name = self.pipeline or index["_class_name"]
         kind = getattr(diffusers, name, None)
@@ -82,7 +91,11 @@ class DiffusersI2V(Family):
             return [f"diffusers has no pipeline {name}"]
         scheduler = getattr(diffusers, index["scheduler"][1])
         scheduler = scheduler.from_pretrained(source, subfolder="scheduler", local_files_only=True)
-        return refusals(kind, scheduler, generation)
+        transformer = Path(source) / "transformer" / "config.json"
+        config = (
+            json.loads(transformer.read_text(encoding="utf-8")) if transformer.is_file() else {}
+        )
+        return refusals(kind, scheduler, config, generation)
 
     def call_kwargs(self, generation: dict) -> dict:
         """The settings under the call's keyword names; `fps` only where `call_names` maps it."""
@@ -135,13 +148,17 @@ class DiffusersI2V(Family):
             return to_frames(pipe, vae.decode(latents, return_dict=False)[0])
 
 
-def refusals(kind: type, scheduler, generation: dict) -> list[str]:
-    """Every reason pipeline class `kind` with `scheduler` cannot run `generation` here."""
+def refusals(kind: type, scheduler, transformer: dict, generation: dict) -> list[str]:
+    """Every reason pipeline class `kind` with `scheduler` and a transformer of config
+    `transformer` cannot run `generation` here."""
     from vgi_models.hooks import UnsupportedScheduler, clean_estimator
 
     name = kind.__name__
     if name in REFUSED:
         return [f"{name}: {REFUSED[name]}"]
+    setting, why = REFUSED_SETTINGS.get(name, (None, ""))
+    if transformer.get(setting) is not None:
+        return [f"{name}: {why}"]
     found = []
     takes = inspect.signature(kind.__call__).parameters
     missing = [p for p in NEEDED if p not in takes]
