@@ -66,7 +66,7 @@ class DiffusersI2V(Family):
 
     def finish(self, pipe, generation: dict):
         """Refuses (ValueError, every reason) a pipeline whose checkpoints would be wrong."""
-        problems = refusals(type(pipe), pipe.scheduler, pipe.transformer.config, generation)
+        problems = refusals(type(pipe), pipe.scheduler, _transformer_config(pipe), generation)
         if problems:
             raise ValueError("; ".join(problems))
         return pipe
@@ -83,7 +83,7 @@ class DiffusersI2V(Family):
             if self.pipeline not in BUILDERS:
                 return [f"no tiny {self.pipeline} (tiny pipelines: {', '.join(BUILDERS)})"]
             pipe = BUILDERS[self.pipeline]()
-            return refusals(type(pipe), pipe.scheduler, pipe.transformer.config, generation)
+            return refusals(type(pipe), pipe.scheduler, _transformer_config(pipe), generation)
         index = json.loads((Path(source) / "model_index.json").read_text(encoding="utf-8"))
         name = self.pipeline or index["_class_name"]
         kind = getattr(diffusers, name, None)
@@ -176,3 +176,9 @@ def refusals(kind: type, scheduler, transformer: dict, generation: dict) -> list
     except UnsupportedScheduler as err:
         found.append(f"{name}: {err}")
     return found
+
+
+def _transformer_config(pipe) -> dict:
+    """The config of the pipeline's transformer ({} for one that denoises with a UNet)."""
+    transformer = getattr(pipe, "transformer", None)
+    return dict(transformer.config) if transformer is not None else {}
