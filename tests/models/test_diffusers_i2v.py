@@ -9,11 +9,16 @@ import json
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
+import yaml
 
 from tests.models.test_resumable import Job
+from tests.support.fake_vlm import FakeVLM
 from tests.support.pipelines import run_pipeline
+from tests.support.scripted_judge import Judge, Transitioner
+from tests.support.workflow import REPO, default_config, snakemake
 from vgi_models.generate import generate
 from vgi_models.registry import load_registry, weight_problems
 
@@ -140,3 +145,34 @@ def test_a_pipeline_that_cannot_serve_is_refused_by_name(
     entry["generation"] = entry["generation"] | generation
     problems = weight_problems(load_registry({"other": entry})["other"])
     assert any(p.startswith(f"model 'other': {pipeline}: ") and reason in p for p in problems)
+
+
+def test_generic_entries_run_through_the_workflow_judged_and_tabled(tmp_path, monkeypatch):
+    """Both tiny pipelines as a user's registry entries, through `generate`, the judge (the
+    scripted stub on FakeVLM) and the tables, as any model: checkpoints at the configured
+    steps, the last the same bytes as the video, a score and a table row each."""
+    monkeypatch.setenv("FAKE_VLM_KEY", "test-key")
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    for key in TINY:
+        registry[key]["generation"]["num_inference_steps"] = STEPS
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
+    config = default_config(tmp_path, tasks=["maze_square"], levels=[1])  # half: 1 instance
+    config.update(models=TINY, model_registry=str(tmp_path / "models.yaml"))
+    config["denoise"]["steps"] = list(CHECKPOINTS)
+    with FakeVLM(Transitioner(other=Judge(tier=2, violations=[0]))) as fake:
+        config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
+        result = snakemake(tmp_path, config, "tables")
+    assert result.returncode == 0, result.stdout[-3000:]
+    finals = pd.read_csv(tmp_path / "results" / "tables" / "final_by_domain_level.csv")
+    overall = finals.query("domain == 'overall' and level == 'avg'").set_index("model")
+    for key in TINY:
+        (run,) = (tmp_path / "results" / key / "maze_square").glob("maze_square_lv1_*")
+        written = sorted(p.name for p in (run / "denoise").glob("step*"))
+        assert written == [f"step{s:02d}.mp4" for s in CHECKPOINTS]
+        assert (run / "denoise" / f"step{STEPS:02d}.mp4").read_bytes() == (
+            run / "video.mp4"
+        ).read_bytes()
+        score = json.loads((run.parent / "judge" / run.name / "score.json").read_text())
+        assert score["status"] == "ok" and score["final"] is not None
+        assert overall.loc[key, "n"] == 1
+    assert "Judge: errors in 0 of 2 scores and 0 of 2 transition labels" in result.stdout
