@@ -35,6 +35,7 @@ LONGEST_FIRST = [
     "tests/images/test_image_models.py",
     "tests/aggregate/test_reliability_workflow.py",
     "tests/models/test_resumable.py",
+    "tests/models/test_diffusers_i2v.py",
     "tests/images/test_published_images.py",
     "tests/bench/test_bench_smoke.py",
     "tests/workflow/test_resume.py",
