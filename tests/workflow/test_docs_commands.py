@@ -55,6 +55,10 @@ NEEDS = {
     "snakemake --cores 2 judge_reliability --configfile config/preferences_tiny.yaml": (
         "judge_reliability needs human preferences"
     ),
+    "snakemake --cores 1 results/cogvideox_check/maze_square/maze_square_lv1_001/video.mp4 "
+    "--config 'models=[cogvideox_check]' 'denoise={steps: [1, 2, 4]}'": (
+        "models: 'cogvideox_check' is not in the model registry"  # the user's entry
+    ),
 }
 # Options with which snakemake runs no job.
 NO_JOBS = {
