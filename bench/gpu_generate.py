@@ -368,6 +368,36 @@ def materialize(model, device: str, dtype: torch.dtype):
     return model.to(device)
 
 
+class MiniMaxH3(Model):
+    """FLOPs only (not in MODELS: its modular pipeline is not measured here). One packed
+    sequence (text, keyframe, audio and video rows) through every block, one pass a step
+    (guidance-distilled)."""
+
+    transformer_cls = diffusers.MiniMaxH3Transformer3DModel
+    vae_cls = diffusers.AutoencoderKLMiniMaxH3
+    transformer = {}  # the class defaults are the released checkpoint's (33.1 B parameters)
+    vae = {}  # likewise: 16x spatial; 17 n + 5 frames -> 5 n + 2 latent frames
+    TEXT = 512  # prompt and the keyframe's vision block: an allowance
+
+    def make_calls(self):
+        return [Call("one pass", batch=1, per_step=1)]
+
+    def count_tokens(self):
+        frames, height, width = (self.gen[k] for k in ("num_frames", "height", "width"))
+        _, ph, pw = self.c.patch_size
+        per_frame = height // 16 // ph * (width // 16 // pw)
+        video = ((frames - 5) // 17 * 5 + 2) * per_frame + per_frame  # + the keyframe's rows
+        audio = 2 * round(frames / 24 * 40)  # stereo, 40 latents a second
+        return {"all": video + audio + self.TEXT, "temb": 1}
+
+    def stream(self, linear, block, call):
+        return "temb" if linear == "adaln_proj.linear" else "all"
+
+    def attention_flops(self, call):
+        n = self.tokens["all"]
+        return call.batch * self.c.num_layers * 4 * n * n * self.width()
+
+
 def counted_linear_flops(model, blocks, inputs: dict) -> int:
     """Runs `model` once; 2 * rows * |W| summed over the Linear calls in `blocks` (hooks)."""
     total = 0

@@ -29,14 +29,20 @@ import json
 import math
 
 import yaml
-from gpu_generate import LTX23, REPO, Hunyuan15, Wan
+from gpu_generate import LTX23, REPO, Hunyuan15, MiniMaxH3, Wan
 
 from vgi_models.registry import load_registry
 
 GPUS = {"H20": 148e12, "H100/H200": 989e12}  # dense bf16 FLOP/s (NVIDIA datasheets, SXM)
 OVERHEAD_MIN = {"H20": 30, "H100/H200": 15}
 UTILISATION, MARGIN, ROUND_TO = 0.5, 1.5, 10
-PLANS = {"wan21": Wan, "wan22": Wan, "hunyuan15": Hunyuan15, "ltx23": LTX23}
+PLANS = {
+    "wan21": Wan,
+    "wan22": Wan,
+    "hunyuan15": Hunyuan15,
+    "ltx23": LTX23,
+    "minimax_h3": MiniMaxH3,
+}
 _FLOP: dict[tuple[str, str], float] = {}  # (family, generation settings as JSON) -> FLOP
 
 

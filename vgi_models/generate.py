@@ -74,7 +74,9 @@ def generate(
             versions=versions,
         )
         path = Path(state_dir) / f"{key}.pt"
-        trajectory = Trajectory(pipe, path, generator, save_every, family.loop_tensors)
+        trajectory = Trajectory(
+            pipe, path, generator, save_every, family.loop_tensors, family.schedulers
+        )
 
     with trajectory as resumable:  # a SIGTERM while decoding keeps the last step's state
         t0 = time.perf_counter()

@@ -17,6 +17,9 @@ FLOW = "flow matching"  # x_t = (1 - sigma) x0 + sigma noise; the model predicts
 VP_TIMESTEP = "variance preserving"  # x_t = sqrt(a) x0 + sqrt(1 - a) noise, a = alphas_cumprod[t]
 VP_SIGMA = "variance preserving, by sigma"  # the same, a = 1 / (1 + sigma^2) of its sigmas
 SIGMA = "sigma"  # x = x0 + sigma noise (k-diffusion, Euler); the model sees x / sqrt(sigma^2 + 1)
+# Flow matching in MiniMax-H3's convention: timestep t = 1 - sigma (1: clean) and a velocity
+# towards the data, so x0 = x_t + (1 - t) v
+DATAWARD = "flow matching, data-ward velocity"
 SPACES = {
     "FlowMatchEulerDiscreteScheduler": FLOW,
     "DDIMScheduler": VP_TIMESTEP,
@@ -26,6 +29,7 @@ SPACES = {
     "UniPCMultistepScheduler": VP_SIGMA,
     "EulerDiscreteScheduler": SIGMA,
     "EulerAncestralDiscreteScheduler": SIGMA,
+    "MiniMaxH3Scheduler": DATAWARD,
 }
 NEVER_CLIPS = {"CogVideoXDDIMScheduler"}  # its step ignores clip_sample
 TWICE = "calls `step` more than once per denoising step, so steps cannot be counted by its calls"
@@ -56,6 +60,8 @@ def clean_estimator(scheduler) -> Callable:
             f"scheduler {name}: its clean-sample estimate is not known here (known: "
             f"{', '.join(SPACES)}); its checkpoints would be wrong"
         )
+    if SPACES[known] == DATAWARD:
+        return _dataward
     config = scheduler.config
     prediction = config.get("prediction_type") or "flow_prediction"  # FlowMatch: velocity
     space = FLOW if prediction == "flow_prediction" else SPACES[known]
@@ -84,6 +90,12 @@ def clean_estimator(scheduler) -> Callable:
         return x0.clamp(-clip, clip) if clip else x0
 
     return estimate
+
+
+def _dataward(out, t, x):
+    """x0 as MiniMaxH3Scheduler.step computes it: 1 - t in the sample's dtype, x + (1 - t) v."""
+    sigma = 1 - torch.as_tensor(t).to(device=x.device, dtype=x.dtype)
+    return x + sigma * out
 
 
 def _sigma(scheduler):

@@ -50,13 +50,16 @@ class Trajectory:
 
     `path`: the state file (its folder holds nothing else); `loop_tensors`: the names the
     pipeline's loop and step callback use for what the scheduler steps, each made by the
-    pipeline's `prepare_<name>`.
+    pipeline's `prepare_<name>`; `schedulers`: the pipeline's schedulers (attribute names), the
+    main one first (MiniMax-H3 holds a second one for its audio).
     """
 
     def __init__(self, pipe, path: Path, generator: torch.Generator, save_every: int,
-                 loop_tensors: tuple[str, ...] = ("latents",)):  # fmt: skip
+                 loop_tensors: tuple[str, ...] = ("latents",),
+                 schedulers: tuple[str, ...] = ("scheduler",)):  # fmt: skip
         self.pipe, self.path, self.generator = pipe, Path(path), generator
         self.save_every, self.loop_tensors = save_every, loop_tensors
+        self.scheduler_names = schedulers
         # HunyuanVideo-1.5's pipeline has no step callback; its loop keeps what the
         # scheduler returns, which is then the one loop tensor
         self.callback = "callback_on_step_end" in inspect.signature(type(pipe).__call__).parameters
@@ -181,15 +184,17 @@ class Trajectory:
             return _rebuilt(self.outputs[-1], pipe._execution_device)
         self.resuming = bool(self.saved) and self.stage == self.saved["stage"]
         self.step, self.skipped, self.schedulers = 0, 0, []
-        scheduler, base = pipe.scheduler, type(pipe.scheduler)
-        scheduler.__class__ = type(base.__name__, (base,), self._tracked(base, pipe))
+        bases = {name: type(getattr(pipe, name)) for name in self.scheduler_names}
+        for name, base in bases.items():
+            getattr(pipe, name).__class__ = type(base.__name__, (base,), self._tracked(base, pipe))
         if self.callback:
             kwargs["callback_on_step_end"] = self._stepped
             kwargs["callback_on_step_end_tensor_inputs"] = list(self.loop_tensors)
         try:
             output = call(pipe, *args, **kwargs)
         finally:
-            scheduler.__class__ = base
+            for name, base in bases.items():
+                getattr(pipe, name).__class__ = base
         self.resuming = False
         self.outputs.append({"class": _qualified(type(output)), "fields": _cpu(dict(output))})
         return output

@@ -49,6 +49,8 @@ class Family(PipelineFamily):
     # What its denoising loop steps, by the names of its step callback and `prepare_<name>`
     # (`vgi_models.resume` saves them).
     loop_tensors: tuple[str, ...] = ("latents",)
+    # The pipeline's schedulers, by attribute: the first is recorded; `vgi_models.resume` saves all.
+    schedulers: tuple[str, ...] = ("scheduler",)
     # The published LoRA files: format -> component -> default file name ({}: no LoRA).
     lora_files: dict[str, dict[str, str]] = {}
 
