@@ -72,8 +72,32 @@ class Family(PipelineFamily):
         return state
 
     def decode(self, pipe, latents):
-        """Latents -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes them."""
-        raise NotImplementedError
+        """Latents -> uint8 frames [F, H, W, 3], exactly as the pipeline decodes them: by the
+        first of the three decode paths of diffusers' video pipelines that the pipeline and its
+        VAE have:
+        - the pipeline's `decode_latents` (CogVideoX: frames-first latents, divided by the
+          VAE's scaling_factor);
+        - a VAE with per-channel `latents_mean` and `latents_std` (Wan's, also in SkyReels-V2):
+          divided by 1/std, then the mean added, as those pipelines compute it;
+        - otherwise division by the VAE's `scaling_factor` (HunyuanVideo-1.5);
+        then the pipeline's video processor. A family whose pipeline decodes otherwise
+        overrides it."""
+        import torch
+
+        vae = pipe.vae
+        latents = latents.to(device=pipe._execution_device, dtype=vae.dtype)
+        with torch.no_grad():
+            if hasattr(pipe, "decode_latents"):
+                return to_frames(pipe, pipe.decode_latents(latents))
+            config = vae.config
+            if getattr(config, "latents_mean", None) is not None:
+                shape = (1, latents.shape[1], 1, 1, 1)
+                mean = torch.tensor(config.latents_mean).view(shape).to(latents)
+                inv_std = 1.0 / torch.tensor(config.latents_std).view(shape).to(latents)
+                latents = latents / inv_std + mean
+            else:
+                latents = latents / config.scaling_factor
+            return to_frames(pipe, vae.decode(latents, return_dict=False)[0])
 
     def final_audio(self, pipe, output):
         """The waveform [channels, samples] and its sampling rate (`keep_audio`)."""

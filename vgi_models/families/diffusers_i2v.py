@@ -20,7 +20,7 @@ import inspect
 import json
 from pathlib import Path
 
-from vgi_models.families.base import Family, to_frames
+from vgi_models.families.base import Family
 
 # our generation setting -> the call keyword it is passed as, unless `call_names` says otherwise
 CALL_SETTINGS = ("height", "width", "num_frames", "num_inference_steps", "guidance_scale",
@@ -115,37 +115,6 @@ class DiffusersI2V(Family):
                 f"output is {tuple(final.shape)}; its checkpoints cannot be decoded as its video"
             )
         return state
-
-    def decode(self, pipe, latents):
-        """Latents -> frames by the pipeline's own decode path, one of the three diffusers'
-        video pipelines use, chosen by what the pipeline and its VAE have:
-        - the pipeline's `decode_latents` (CogVideoX: frames-first latents, divided by the
-          VAE's scaling_factor);
-        - a VAE with per-channel `latents_mean` and `latents_std` (Wan's, in SkyReels-V2 and
-          Sana-Video): divided by 1/std, then the mean added, as those pipelines compute it;
-        - otherwise division by the VAE's `scaling_factor`;
-        then the pipeline's video processor. The last checkpoint's frames equal the video's
-        (tests/models/test_diffusers_i2v.py)."""
-        import torch
-
-        vae = pipe.vae
-        latents = latents.to(device=pipe._execution_device, dtype=vae.dtype)
-        with torch.no_grad():
-            if hasattr(pipe, "decode_latents"):
-                return to_frames(pipe, pipe.decode_latents(latents))
-            config = vae.config
-            if getattr(config, "latents_mean", None) is not None:
-                shape = (1, latents.shape[1], 1, 1, 1)
-                mean = (
-                    torch.tensor(config.latents_mean).view(shape).to(latents.device, latents.dtype)
-                )
-                inv_std = 1.0 / torch.tensor(config.latents_std).view(shape).to(
-                    latents.device, latents.dtype
-                )
-                latents = latents / inv_std + mean
-            else:
-                latents = latents / config.scaling_factor
-            return to_frames(pipe, vae.decode(latents, return_dict=False)[0])
 
 
 def refusals(kind: type, scheduler, transformer: dict, generation: dict) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from vgi_models.families.base import Family, to_frames
+from vgi_models.families.base import Family
 
 
 class HunyuanVideo15(Family):
@@ -58,13 +58,3 @@ class HunyuanVideo15(Family):
             "num_inference_steps": generation["num_inference_steps"],
             "negative_prompt": generation.get("negative_prompt", ""),
         }
-
-    def decode(self, pipe, latents):
-        """Scaled latents, divided by the VAE's `scaling_factor`."""
-        import torch
-
-        vae = pipe.vae
-        latents = latents.to(device=pipe._execution_device, dtype=vae.dtype)
-        with torch.no_grad():
-            video = vae.decode(latents / vae.config.scaling_factor, return_dict=False)[0]
-        return to_frames(pipe, video)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from vgi_models.families.base import Family, to_frames
+from vgi_models.families.base import Family
 
 WAN21_TEXT_LENGTH = 512  # hard-coded in diffusers' WanAttnProcessor when added_kv_proj_dim is set
 _ATTENTION = {"q": "to_q", "k": "to_k", "v": "to_v", "o": "to_out.0"}
@@ -104,21 +104,6 @@ class Wan(Family):
             if key in generation:
                 kwargs[key] = generation[key]
         return kwargs
-
-    def decode(self, pipe, latents):
-        """Normalised latents, de-normalised by the VAE's per-channel mean and std."""
-        import torch
-
-        vae = pipe.vae
-        latents = latents.to(device=pipe._execution_device, dtype=vae.dtype)
-        shape = (1, vae.config.z_dim, 1, 1, 1)
-        mean = torch.tensor(vae.config.latents_mean).view(shape).to(latents.device, latents.dtype)
-        inv_std = 1.0 / torch.tensor(vae.config.latents_std).view(shape).to(
-            latents.device, latents.dtype
-        )
-        with torch.no_grad():
-            video = vae.decode(latents / inv_std + mean, return_dict=False)[0]
-        return to_frames(pipe, video)
 
     def lora_modules(self, model) -> list[tuple[str, str]]:
         return [
