@@ -79,7 +79,8 @@ class Family(PipelineFamily):
           VAE's scaling_factor);
         - a VAE with per-channel `latents_mean` and `latents_std` (Wan's, also in SkyReels-V2):
           divided by 1/std, then the mean added, as those pipelines compute it;
-        - otherwise division by the VAE's `scaling_factor` (HunyuanVideo-1.5);
+        - otherwise division by the VAE's `scaling_factor` (HunyuanVideo's and HunyuanVideo-1.5's,
+          also in SkyReels-V1);
         then the pipeline's video processor. A family whose pipeline decodes otherwise
         overrides it."""
         import torch

@@ -7,14 +7,27 @@ from __future__ import annotations
 import torch
 from diffusers import (
     AutoencoderKLCogVideoX,
+    AutoencoderKLHunyuanVideo,
     CogVideoXDDIMScheduler,
     CogVideoXImageToVideoPipeline,
     CogVideoXTransformer3DModel,
+    FlowMatchEulerDiscreteScheduler,
+    HunyuanSkyreelsImageToVideoPipeline,
+    HunyuanVideoTransformer3DModel,
     SkyReelsV2ImageToVideoPipeline,
     SkyReelsV2Transformer3DModel,
     UniPCMultistepScheduler,
 )
-from transformers import T5Config, T5EncoderModel
+from transformers import (
+    CLIPTextConfig,
+    CLIPTextModel,
+    CLIPTokenizer,
+    LlamaConfig,
+    LlamaModel,
+    LlamaTokenizer,
+    T5Config,
+    T5EncoderModel,
+)
 
 from vgi_models.families.wan_tiny import (
     TEXT_DIM,
@@ -110,9 +123,71 @@ def cogvideox() -> CogVideoXImageToVideoPipeline:
     )
 
 
+def hunyuan_skyreels() -> HunyuanSkyreelsImageToVideoPipeline:
+    """SkyReels-V1 on HunyuanVideo: Llama hidden states and CLIP's pooled text, HunyuanVideo's
+    VAE (x8 spatial, x4 temporal), the image latent concatenated on the channels, flow-matching
+    Euler. Both tokenizers are character-level: the pipeline's prompt template crops its first
+    95 tokens (Llama-3's count for the system part), leaving here the system part's tail before
+    the prompt, so `max_sequence_length` covers both."""
+    chars = [chr(c) for c in range(32, 127)] + ["\n"]
+    headers = ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    vocab = {t: i for i, t in enumerate(["<unk>", "<s>", "</s>", *headers, "\u2581", *chars])}
+    tokenizer = LlamaTokenizer(
+        vocab=vocab, merges=[], pad_token="</s>", padding_side="right",
+        additional_special_tokens=headers,
+    )  # fmt: skip
+    clip_vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for c in chars[1:-1]:
+        clip_vocab |= {c: len(clip_vocab), f"{c}</w>": len(clip_vocab) + 1}
+    tokenizer_2 = CLIPTokenizer(vocab=clip_vocab, merges=[])
+    torch.manual_seed(0)
+    text_encoder = LlamaModel(
+        LlamaConfig(vocab_size=len(vocab), hidden_size=TEXT_DIM, intermediate_size=32,
+                    num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=2,
+                    pad_token_id=vocab["</s>"], bos_token_id=1, eos_token_id=2)
+    ).eval()  # fmt: skip
+    torch.manual_seed(0)
+    text_encoder_2 = CLIPTextModel(
+        CLIPTextConfig(vocab_size=len(clip_vocab), hidden_size=16, intermediate_size=32,
+                       projection_dim=16, num_hidden_layers=2, num_attention_heads=2,
+                       bos_token_id=0, eos_token_id=1, pad_token_id=1)
+    ).eval()  # fmt: skip
+    torch.manual_seed(0)
+    vae = AutoencoderKLHunyuanVideo(
+        latent_channels=4,
+        block_out_channels=(8, 8, 8, 8),
+        layers_per_block=1,
+        norm_num_groups=4,
+    ).eval()
+    torch.manual_seed(1)
+    transformer = HunyuanVideoTransformer3DModel(
+        in_channels=8,  # noise (4) + image latent (4)
+        out_channels=4,
+        num_attention_heads=2,
+        attention_head_dim=8,
+        num_layers=1,
+        num_single_layers=1,
+        num_refiner_layers=1,
+        patch_size=2,
+        text_embed_dim=TEXT_DIM,
+        pooled_projection_dim=16,
+        rope_axes_dim=(2, 2, 4),
+    ).eval()
+    return HunyuanSkyreelsImageToVideoPipeline(
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+        transformer=transformer,
+        vae=vae,
+        scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0),
+        text_encoder_2=text_encoder_2,
+        tokenizer_2=tokenizer_2,
+    )
+
+
 BUILDERS = {
     "SkyReelsV2ImageToVideoPipeline": skyreels_v2,
     "CogVideoXImageToVideoPipeline": cogvideox,
+    "HunyuanSkyreelsImageToVideoPipeline": hunyuan_skyreels,
 }
 
 
