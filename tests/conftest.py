@@ -21,27 +21,35 @@ def pytest_xdist_auto_num_workers(config):
     return len(os.sched_getaffinity(0)) + 1
 
 
-# The modules that run whole studies, longest first (measured on 2 cores): under xdist
+# The modules that take longest, longest first (measured on 2 cores): under xdist
 # (`--dist loadscope --no-loadscope-reorder`: a module's tests and its module fixtures on one
-# worker, modules handed out in this order) none of them is left alone at the end. The
+# worker, modules handed out in this order) none of them is left alone at the end. Some
+# mostly wait (on SLURM's polls, on the test doubles' reply times and retry hints): handed
+# out early too, they wait while the whole-study runs keep both cores busy. The
 # preference tests copy the reliability tests' study (tests/support/shared.py): handed out
 # late, they find it built instead of waiting for it.
 LONGEST_FIRST = [
-    "tests/workflow/test_sensitivity_run.py",
     "tests/workflow/test_workflow.py",
+    "tests/workflow/test_sensitivity_run.py",
     "tests/workflow/test_slurm.py",
+    "tests/images/test_image_models.py",
+    "tests/models/test_resumable.py",
+    "tests/bench/test_bench_smoke.py",
     "tests/video_api/test_study.py",
     "tests/study/test_study_workflow.py",
-    "tests/images/test_image_models.py",
+    "tests/video_api/test_providers.py",
+    "tests/models/test_generate.py",
     "tests/aggregate/test_reliability_workflow.py",
-    "tests/models/test_resumable.py",
-    "tests/models/test_diffusers_i2v.py",
-    "tests/images/test_published_images.py",
-    "tests/bench/test_bench_smoke.py",
+    "tests/judge/test_judge_pacing.py",
     "tests/workflow/test_resume.py",
     "tests/workflow/test_reruns.py",
     "tests/video_api/test_never_twice.py",
-    "tests/models/test_generate.py",
+    "tests/models/test_image_families.py",
+    "tests/images/test_published_images.py",
+    "tests/models/test_diffusers_i2v.py",
+    "tests/judge/test_judge_client.py",
+    "tests/aggregate/test_vs_paper.py",
+    "tests/workflow/test_docs_commands.py",
 ]
 
 

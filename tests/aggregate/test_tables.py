@@ -33,7 +33,8 @@ import yaml
 
 from workflow_scripts.aggregate import plots, tables
 from workflow_scripts.aggregate.collect import collect, instance_table
-from workflow_scripts.aggregate.jobs import plots_job, tables_job
+from workflow_scripts.aggregate.jobs import tables_job
+from workflow_scripts.aggregate.plots import plots_job
 from workflow_scripts.common import layout
 
 M, V, L = "wan22_i2v_a14b", "vbvr_wan22", "ltx23_i2v"

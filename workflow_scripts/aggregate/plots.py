@@ -11,6 +11,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from workflow_scripts.aggregate.sensitivity import CONDITION_TABLES
+from workflow_scripts.common.files import read_csv
+from workflow_scripts.common.layout import TABLE_FIX
+from workflow_scripts.common.logs import job_log
 from workflow_scripts.transitions.labels import LABELS
 
 DPI = 120
@@ -195,3 +199,22 @@ def image_bars(table: pd.DataFrame, vs_paper: pd.DataFrame, path: str | Path) ->
         loc="outside upper center", ncols=len(labels), fontsize="small",
     )  # fmt: skip
     return _save(fig, path)
+
+
+PLOTS = {
+    "final_heatmap": ("final_by_domain_level", final_heatmap),
+    "skills": ("skills", skill_bars),
+    "transitions": ("transitions", transition_bars),
+}
+
+
+def plots_job(smk) -> None:
+    """Rule `plots`: each figure from its table."""
+    with job_log(smk):
+        for name, (table, draw) in PLOTS.items():
+            draw(read_csv(smk.input[table], TABLE_FIX), smk.output[name])
+        if smk.output.get("conditions"):
+            tables = (read_csv(smk.input[name], TABLE_FIX) for name in CONDITION_TABLES)
+            condition_bars(*reversed(list(tables)), smk.output["conditions"])
+        if smk.output.get("vs_paper"):
+            paper_bars(read_csv(smk.input.vs_paper, TABLE_FIX), smk.output["vs_paper"])

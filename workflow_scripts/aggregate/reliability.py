@@ -31,8 +31,11 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from workflow_scripts.aggregate import plots
+from workflow_scripts.aggregate.collect import instance_table
 from workflow_scripts.common import layout
 from workflow_scripts.common.files import read_json
+from workflow_scripts.common.logs import job_log
 
 TIE_BAND = 0.05
 SEED = 0
@@ -330,3 +333,43 @@ def known(pairs: pd.DataFrame, instances: Mapping | pd.Index, models: Iterable[s
         & pairs["model_b"].isin(models)
     )
     return pairs[inside].reset_index(drop=True), int((~inside).sum())
+
+
+def _finals(smk) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's instances (with domain and skills) and every judge's finals."""
+    instances = instance_table(smk.input.selected, smk.input.taxonomy, smk.input.overlap)
+    finals = judge_finals(instances, smk.params.models, smk.config["outdir"], smk.params.judges)
+    return instances, finals
+
+
+def judge_reliability_job(smk) -> None:
+    """Rule `judge_reliability`: the human preference pairs (imported and from the
+    preference page's rankings) merged, against every judge's finals."""
+    with job_log(smk):
+        instances, finals = _finals(smk)
+        rankings = [
+            pd.read_csv(path, dtype={"instance": str, "model": str, "rank": float})
+            for path in smk.input.rankings
+        ]
+        pairs, dropped = preference_pairs(smk.input.preferences, rankings)
+        pairs, outside = known(pairs, instances.index, smk.params.models)
+        print(
+            f"{len(pairs)} preference pairs; dropped: {dropped['contradictions']} "
+            f"contradicted, {dropped['cycles']} on cycles, {outside} outside this run"
+        )
+        pairs.to_csv(smk.output.pairs, index=False)
+        overall, by_slice = reliability_tables(pairs, finals, instances, smk.params.judges)
+        overall.to_csv(smk.output.table, index=False)
+        by_slice.to_csv(smk.output.by_slice, index=False)
+        plots.reliability_bars(overall, smk.output.plot)
+        print(overall.to_string(index=False))
+
+
+def judge_agreement_job(smk) -> None:
+    """Rule `judge_agreement`: every pair of judges on the same videos, without people."""
+    with job_log(smk):
+        instances, finals = _finals(smk)
+        overall, by_slice = agreement_tables(finals, instances, smk.params.judges)
+        overall.to_csv(smk.output.table, index=False)
+        by_slice.to_csv(smk.output.by_slice, index=False)
+        print(overall.to_string(index=False))

@@ -5,6 +5,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # the workflow's packages
 
-from workflow_scripts.aggregate.jobs import judge_agreement_job  # noqa: E402
+from workflow_scripts.aggregate.reliability import judge_agreement_job  # noqa: E402
 
 judge_agreement_job(snakemake)
