@@ -34,6 +34,7 @@ from vgi_models.families.wan_tiny import (
     _tiny_image_encoder,
     _tiny_text_encoder,
     _tiny_tokenizer,
+    _tiny_transformer,
     _tiny_vae,
 )
 
@@ -45,21 +46,7 @@ def skyreels_v2() -> SkyReelsV2ImageToVideoPipeline:
     """SkyReels-V2 I2V: Wan's VAE and UMT5, a CLIP image encoder, flow-matching UniPC."""
     tokenizer = _tiny_tokenizer()
     image_encoder, image_processor = _tiny_image_encoder()
-    torch.manual_seed(1)
-    transformer = SkyReelsV2Transformer3DModel(
-        patch_size=(1, 2, 2),
-        num_attention_heads=2,
-        attention_head_dim=12,
-        in_channels=36,  # noise (16) + image condition (16) + first-frame mask (4)
-        out_channels=16,
-        text_dim=TEXT_DIM,
-        freq_dim=256,
-        ffn_dim=32,
-        num_layers=2,
-        image_dim=image_encoder.config.hidden_size,
-        added_kv_proj_dim=24,
-        rope_max_seq_len=32,
-    ).eval()
+    transformer = _tiny_transformer(1, with_image=True, kind=SkyReelsV2Transformer3DModel)
     scheduler = UniPCMultistepScheduler(
         prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=5.0
     )

@@ -60,11 +60,12 @@ def _tiny_vae() -> AutoencoderKLWan:
     ).eval()
 
 
-def _tiny_transformer(seed: int, with_image: bool = False) -> WanTransformer3DModel:
-    """Wan2.2 expert, or with `with_image` the Wan2.1 transformer (CLIP tokens via added K/V)."""
+def _tiny_transformer(seed: int, with_image: bool = False, kind=WanTransformer3DModel):
+    """Wan2.2 expert, or with `with_image` the Wan2.1 transformer (CLIP tokens via added K/V);
+    `kind`: a class of Wan's architecture (SkyReels-V2's)."""
     image = {"image_dim": IMAGE_DIM, "added_kv_proj_dim": HEADS * HEAD_DIM} if with_image else {}
     torch.manual_seed(seed)
-    return WanTransformer3DModel(
+    return kind(
         patch_size=(1, 2, 2),
         num_attention_heads=HEADS,
         attention_head_dim=HEAD_DIM,
