@@ -154,7 +154,7 @@ def families(tmp_path_factory):
     registry = folder / "models {m}.yaml"
     shutil.copy(REPO / "config" / "models.yaml", registry)
     config = default_config(workdir, root=str(root), tasks=["maze_square"], levels=[1])
-    config["models"] = FAMILIES
+    config["models"] = list(FAMILIES)
     config["model_registry"], config["outdir"] = str(registry), str(folder / "out $x")
     result = snakemake(workdir, config, "generate_all")
     assert result.returncode == 0, result.stdout[-3000:]
