@@ -15,11 +15,13 @@ from PIL import Image
 
 from tests.support.image_doubles.base import JPEG, PROMPT_BLOCKED, REFUSED, slow, throttled
 from tests.support.image_doubles.server import FakeImageAPI
+from tests.support.unanswered import endpoint
 from vgi_models.registry import load_registry
 from workflow_scripts.common.layout import failed_generation
 from workflow_scripts.image_api import job
 from workflow_scripts.image_api.job import generate_image_api_job
-from workflow_scripts.image_api.providers import setting_problems
+from workflow_scripts.image_api.provider import Retry
+from workflow_scripts.image_api.providers import open_image_provider, setting_problems
 
 KEY_ENV = "FAKE_IMAGE_KEY"
 PROMPT = "Draw the path that solves the maze in red."
@@ -253,3 +255,20 @@ def test_settings_are_checked_with_the_allowed_values():
     assert "generation.quality: 'ultra' is not allowed ('low', 'medium', 'high', 'auto')" in problem
     (problem,) = setting_problems("x", "dalle", "dall-e-3", {})
     assert problem.startswith("model 'x': provider 'dalle' is not an image provider (gemini_image")
+
+
+@pytest.mark.parametrize("where", ["refused", "full"])
+@pytest.mark.parametrize("model", MODELS)
+def test_a_request_that_never_connected_is_not_taken(fake, image, model, where):
+    """A refused connection or a connect timeout: the request never reached the provider,
+    so it is sent again (a reply too slow is unsure: the test above)."""
+    with endpoint(where) as url:
+        entry = ENTRIES[model] | {"base_url": fake.base_url(ENTRIES[model]["provider"])}
+        entry["base_url"] = entry["base_url"].replace(fake.url, url)
+        client = open_image_provider(load_registry({model: entry})[model], "k", timeout_s=0.2)
+        try:
+            with pytest.raises(Retry) as error:
+                client.request(image, PROMPT)
+        finally:
+            client.close()
+    assert not error.value.unsure and str(error.value).startswith("connection failed: Connect")

@@ -11,13 +11,14 @@ import imageio.v3 as iio
 import pytest
 
 from tests.support.fake_video_api import FakeVideoAPI
+from tests.support.unanswered import endpoint
 from tests.support.video_api_run import KEY_ENV, MODELS, api_entry
 from tests.support.video_doubles.kling import BLOCKED
 from vgi_models.registry import load_registry
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.common.pacing import SharedRateLimit
-from workflow_scripts.video_api.operation import NotResumable, Operation
-from workflow_scripts.video_api.provider import RetiredModel
+from workflow_scripts.video_api.operation import NotResumable, Operation, not_taken
+from workflow_scripts.video_api.provider import RetiredModel, Retry
 from workflow_scripts.video_api.providers import open_provider
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "tasks/examples"
@@ -216,3 +217,38 @@ def test_a_kling_key_without_its_secret_names_its_variable_and_sends_nothing(tmp
     assert f"${KEY_ENV} must hold Kling's access key and secret key" in str(error.value)
     assert "access-key-only-5e1f" not in str(error.value)
     assert fake.requests == [] and not (tmp_path / "s.json").exists()
+
+
+@pytest.fixture(scope="module")
+def addresses():
+    """The doubles' addresses (entries are made for them, then pointed elsewhere)."""
+    with FakeVideoAPI() as server:
+        yield server
+
+
+EXPECTED = {
+    "refused": "connection failed: ConnectError",
+    "full": "connection failed: ConnectTimeout",
+    "silent": "no answer: ReadTimeout",
+}
+
+
+@pytest.mark.parametrize("where", EXPECTED)
+@pytest.mark.parametrize("name", MODELS)
+def test_a_submission_that_never_connected_is_not_taken_one_unanswered_is_unsure(
+    addresses, name, where
+):
+    """A refused connection or a connect timeout: the request never reached the provider,
+    so it is sent again; a read timeout: it may have been taken, so it never is."""
+    with endpoint(where) as url:
+        entry = api_entry(name, addresses)
+        entry["base_url"] = entry["base_url"].replace(addresses.url, url)
+        client = open_provider(load_registry({name: entry})[name], addresses.api_key, timeout_s=0.2)
+        try:
+            with pytest.raises(Retry) as error:
+                client.submit(IMAGE, "solve the maze")
+        finally:
+            client.close()
+    unsure = where == "silent"
+    assert error.value.unsure is unsure and not_taken(error.value) is not unsure
+    assert str(error.value).startswith(EXPECTED[where]), str(error.value)

@@ -89,8 +89,7 @@ class Provider(ImageProvider):
             message = error.message or str(error.status)
             raise self.error_for(error.code, message, headers, details=error.details) from None
         except httpx2.TransportError as error:
-            connected = not isinstance(error, (httpx2.ConnectError, httpx2.ConnectTimeout))
-            raise Retry.unanswered(error, connected) from None
+            raise Retry.unanswered(error) from None
 
     def close(self) -> None:
         self.client.close()

@@ -56,7 +56,6 @@ class Provider(ImageProvider):
         self.client = openai_client(key, base_url, hooks, timeout_s)
 
     def request(self, image: Path, prompt: str) -> bytes:
-        import httpx2
         import openai
 
         source = (image.name, image.read_bytes(), image_mime(image))
@@ -73,8 +72,7 @@ class Provider(ImageProvider):
             raise self.error_for(error.status_code, message, headers, error.code) from None
         except openai.APIConnectionError as error:
             cause = error.__cause__ or error
-            connected = not isinstance(cause, (httpx2.ConnectError, httpx2.ConnectTimeout))
-            raise Retry.unanswered(cause, connected) from None
+            raise Retry.unanswered(cause) from None
         if not answer.data or not answer.data[0].b64_json:
             raise ServiceError("the answer holds no image (data[0].b64_json)")
         return base64.b64decode(answer.data[0].b64_json)

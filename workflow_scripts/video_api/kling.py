@@ -157,7 +157,7 @@ class Provider(VideoProvider):
         try:
             return self.http.request(method, url, **kwargs)
         except httpx.TransportError as error:
-            raise Retry.from_httpx(error) from None
+            raise Retry.unanswered(error) from None
 
     def close(self) -> None:
         self.http.close()

@@ -66,20 +66,17 @@ class Retry(Exception):
         self.after, self.unsure = after, unsure
 
     @classmethod
-    def unanswered(cls, error: BaseException, connected: bool) -> Retry:
-        """No answer to a request: not taken if it never connected, else unsure."""
-        if not connected:
+    def unanswered(cls, error: BaseException) -> Retry:
+        """A request left unanswered (an httpx or httpx2 transport error, the SDKs' own
+        clients): not taken where its connection never opened (a connect error or connect
+        timeout), else unsure: it may have reached the server."""
+        import httpx
+        import httpx2
+
+        never = (httpx.ConnectError, httpx.ConnectTimeout)
+        if isinstance(error, never + (httpx2.ConnectError, httpx2.ConnectTimeout)):
             return cls(f"connection failed: {type(error).__name__}: {error}")
         return cls(f"no answer: {type(error).__name__}", unsure=True)
-
-    @classmethod
-    def from_httpx(cls, error: BaseException) -> Retry:
-        """An httpx request left unanswered: not taken where its connection never opened
-        (a connect error or a connect timeout)."""
-        import httpx
-
-        never = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-        return cls.unanswered(error, connected=not never)
 
 
 class Refused(Exception):

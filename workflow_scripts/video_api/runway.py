@@ -97,14 +97,13 @@ class Provider(VideoProvider):
         try:
             response = self.http.get(url)
         except httpx.TransportError as error:
-            raise Retry.unanswered(error, not isinstance(error, httpx.ConnectError)) from None
+            raise Retry.unanswered(error) from None
         if response.is_error:
             message = response.text[:200] or response.reason_phrase
             raise self.error_for(response.status_code, message, response.headers)
         return response.content
 
     def _call(self, method, *args, known_id: bool = False, **kwargs):
-        import httpx
         import runwayml
 
         try:
@@ -118,8 +117,7 @@ class Provider(VideoProvider):
             ) from None  # fmt: skip
         except runwayml.APIConnectionError as error:
             cause = error.__cause__ or error
-            connected = not isinstance(cause, httpx.ConnectError)
-            raise Retry.unanswered(cause, connected) from None
+            raise Retry.unanswered(cause) from None
 
     def close(self) -> None:
         self.client.close()  # and its httpx client, `self.http`

@@ -117,7 +117,7 @@ class Provider(VideoProvider):
         try:
             response = self.http.get(url)
         except httpx.TransportError as error:
-            raise Retry.from_httpx(error) from None
+            raise Retry.unanswered(error) from None
         if response.status_code in (403, 404):
             raise UnknownOperation(
                 f"its video link answered HTTP {response.status_code}: links are kept 24 hours"
@@ -140,7 +140,7 @@ class Provider(VideoProvider):
                 error.status_code, message, error.response.headers, code, known_id
             ) from None
         except ArkAPIConnectionError as error:
-            raise Retry.from_httpx(error.__cause__ or error) from None
+            raise Retry.unanswered(error.__cause__ or error) from None
 
     def close(self) -> None:
         self.client.close()  # and its httpx client, self.http

@@ -88,7 +88,6 @@ class Provider(VideoProvider):
         return status == 410 or (status == 404 and code == "model_not_found")
 
     def _call(self, method, *args, known_id: bool = False, **kwargs):
-        import httpx2
         import openai
 
         try:
@@ -102,8 +101,7 @@ class Provider(VideoProvider):
             ) from None  # fmt: skip
         except openai.APIConnectionError as error:
             cause = error.__cause__ or error
-            connected = not isinstance(cause, httpx2.ConnectError)
-            raise Retry.unanswered(cause, connected) from None
+            raise Retry.unanswered(cause) from None
 
     def close(self) -> None:
         self.client.close()

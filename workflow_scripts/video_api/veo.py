@@ -118,8 +118,7 @@ class Provider(VideoProvider):
             message = error.message or str(error.status)
             raise self.error_for(error.code, message, headers, known_id=known_id) from None
         except httpx2.TransportError as error:
-            connected = not isinstance(error, httpx2.ConnectError)
-            raise Retry.unanswered(error, connected) from None
+            raise Retry.unanswered(error) from None
 
     def close(self) -> None:
         self.client.close()

@@ -119,7 +119,7 @@ class Provider(VideoProvider):
         try:
             answer = self.downloads.get(url)
         except httpx.TransportError as error:
-            raise Retry.from_httpx(error) from None
+            raise Retry.unanswered(error) from None
         if answer.is_error:
             raise self.error_for(answer.status_code, answer.text, answer.headers, known_id=True)
         return answer.content
@@ -132,7 +132,7 @@ class Provider(VideoProvider):
         try:
             return method(*args, **kwargs)
         except errors.APIConnectionError as error:  # the SDK's, from httpx's (its cause)
-            raise Retry.from_httpx(error.__cause__ or error) from None
+            raise Retry.unanswered(error.__cause__ or error) from None
         except errors.APIStatusError as error:
             status, code, message = error.status_code, error.code, error.message
             if status == 200:
