@@ -1,15 +1,19 @@
 """Wan 2.7 through dashscope's 2.0 client (`videos.jobs.create`, `videos.jobs.fetch`) on
 Alibaba Cloud Model Studio.
 
-The first frame goes inline, as a data URI in the `first_frame` item of `media` (the
-media protocol wan2.7-i2v answers on; a local path would make the SDK upload it to the
-service's temporary storage first). The client is the SDK's own httpx client, its retries
-off and our pacing hook attached; the 1.x `VideoSynthesis` is not used (it sends through
-`requests` and takes its endpoint from a module global). A task answers PENDING, RUNNING,
-then SUCCEEDED with a signed link to the video (fetched without the key), FAILED with a
-code and message (`DataInspectionFailed`: a refusal), CANCELED (cancelled while still
-PENDING: never a video), or UNKNOWN for a task id the service no longer knows (kept 24 h);
-these two are handled as an operation the provider no longer knows. A submission refused
+The first frame goes to the service's temporary storage first, through the SDK's own
+uploader (an upload certificate from `GET /uploads?action=getPolicy`, then a form upload to
+the storage host it names; the file is kept 48 h), and the `first_frame` item of `media`
+(the media protocol wan2.7-i2v answers on) names it by its `oss://` URL: the media
+protocol documents public HTTP(S) and temporary `oss://` URLs, not inline data. Nothing is
+submitted before the upload, so an upload that fails is a request not taken. The client
+is the SDK's own httpx client, its retries off and our pacing hook attached; the 1.x
+`VideoSynthesis` is not used (it takes its endpoint from a module global). A task
+answers PENDING, RUNNING, then SUCCEEDED with a signed link to the video (fetched without
+the key), FAILED with a code and message (`DataInspectionFailed`: a refusal), CANCELED
+(cancelled while still PENDING: never a video), or UNKNOWN for a task id the service no
+longer knows (kept 24 h); these two are handled as an operation the provider no longer
+knows. A submission refused
 by the content inspection is HTTP 400 `DataInspectionFailed`. The video takes its aspect
 from the input image: `resolution` names the tier, which is 1280x720 (720P) or 1920x1080
 (1080P) for the 16:9 images the checks require.
@@ -26,7 +30,6 @@ from workflow_scripts.video_api.provider import (
     Setting,
     UnknownOperation,
     VideoProvider,
-    data_uri,
 )
 
 INTERNATIONAL = "https://dashscope-intl.aliyuncs.com/api/v1"  # Singapore; keys are regional
@@ -76,6 +79,7 @@ class Provider(VideoProvider):
         self.client = Client(
             api_key=key, base_url=base_url or INTERNATIONAL, timeout=timeout_s, max_retries=0
         )
+        self.timeout_s = timeout_s
         self.client.transport.http_client.event_hooks = hooks
         self.downloads = httpx.Client(timeout=timeout_s, follow_redirects=True)  # no key
 
@@ -89,11 +93,33 @@ class Provider(VideoProvider):
             self.client.videos.jobs.create,
             model=self.model_id,
             prompt=prompt,
-            media=[{"type": "first_frame", "url": data_uri(image)}],
+            media=[{"type": "first_frame", "url": self.upload(image)}],
             extra_input={"negative_prompt": negative} if negative else None,
             **settings,
         )
         return job.task_id
+
+    def upload(self, image: Path) -> str:
+        """The `oss://` URL of `image` in Model Studio's temporary storage, by the SDK's
+        uploader (it sends through `requests`, outside the pacing window: no submission)."""
+        import requests
+        from dashscope.common.error import UploadFileException
+        from dashscope.utils.oss_utils import OssUtils
+
+        config = self.client.config
+        try:
+            answer = OssUtils.get_upload_certificate(
+                self.model_id, config.api_key, base_address=config.base_url,
+                request_timeout=self.timeout_s,
+            )  # fmt: skip
+            if answer.status_code != 200:
+                raise self.error_for(
+                    answer.status_code, answer.message, answer.headers, answer.code
+                )
+            url, _ = OssUtils.upload(self.model_id, str(image), config.api_key, answer.output)
+        except (requests.RequestException, UploadFileException) as error:
+            raise Retry(f"upload not done: {type(error).__name__}: {error}"[:300]) from None
+        return url
 
     def poll(self, task_id: str) -> Outcome | None:
         from dashscope.v2.errors import DashScopeError
