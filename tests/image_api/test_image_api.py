@@ -25,13 +25,16 @@ from workflow_scripts.image_api.providers import open_image_provider, setting_pr
 
 KEY_ENV = "FAKE_IMAGE_KEY"
 PROMPT = "Draw the path that solves the maze in red."
-ENTRIES = {  # the paper's two image API models, as their registry entries read
+ENTRIES = {  # the paper's image API models, as their registry entries read
     "nano_banana_pro": {"source": "api", "output": "image", "provider": "gemini_image",
                         "model_id": "gemini-3-pro-image-preview",
                         "generation": {"aspect_ratio": "16:9", "image_size": "2K"}},
     "gpt_image_2": {"source": "api", "output": "image", "provider": "openai_image",
                     "model_id": "gpt-image-2",
                     "generation": {"size": "1536x1024", "quality": "high"}},
+    "seedream_4_5": {"source": "api", "output": "image", "provider": "seedream",
+                     "model_id": "seedream-4-5-251128",
+                     "generation": {"size": "2560x1440", "watermark": False}},
 }  # fmt: skip
 MODELS = tuple(ENTRIES)
 
@@ -92,7 +95,10 @@ def test_the_image_is_made_from_the_input_and_prompt_and_asked_for_once(tmp_path
     generate_image_api_job(job_smk)
     made, meta = outputs(job_smk)
     picture = Image.open(io.BytesIO(made))
-    assert picture.format == "PNG" and picture.getpixel((2, 2)) == (5, 15, 235)  # inverted
+    inverted = picture.getpixel((2, 2))  # Seedream answers a JPEG: within its rounding
+    tolerance = 4 if model == "seedream_4_5" else 0
+    assert picture.format == "PNG"
+    assert all(abs(a - b) <= tolerance for a, b in zip(inverted, (5, 15, 235), strict=True))
     (sent,) = fake.sent
     assert sent.prompt == PROMPT and sent.image == image.read_bytes()
     assert sent.model == ENTRIES[model]["model_id"] and sent.key == fake.api_key
@@ -100,9 +106,14 @@ def test_the_image_is_made_from_the_input_and_prompt_and_asked_for_once(tmp_path
         assert sent.settings["responseModalities"] == ["IMAGE"]
         assert sent.settings["imageConfig"] == {"aspectRatio": "16:9", "imageSize": "2K"}
         assert picture.size == (128, 72)
-    else:
+    elif model == "gpt_image_2":
         assert sent.settings == {"n": "1", "size": "1536x1024", "quality": "high"}
         assert picture.size == (96, 64)
+    else:  # one image, as base64
+        assert sent.settings == {"size": "2560x1440", "watermark": False,
+                                 "response_format": "b64_json",
+                                 "sequential_image_generation": "disabled"}  # fmt: skip
+        assert picture.size == (80, 45)
     assert meta["status"] == "ok" and meta["model"] == model and meta["prompt"] == PROMPT
     assert meta["settings"]["generation"] == ENTRIES[model]["generation"]
     assert (meta["requests"], meta["cached"]) == (1, False)
@@ -227,7 +238,7 @@ def test_no_key_is_written_anywhere(tmp_path, fake, image):
     job_smk.params.prompt = "another"
     generate_image_api_job(job_smk)
     files = [path for path in tmp_path.rglob("*") if path.is_file()]
-    assert len(fake.sent) == 3 and len(files) > 8
+    assert len(fake.sent) == len(MODELS) + 1 and len(files) > 8
     assert not [path for path in files if fake.api_key.encode() in path.read_bytes()]
 
 
@@ -253,6 +264,15 @@ def test_settings_are_checked_with_the_allowed_values():
     (problem,) = setting_problems("gpt_image_2", "openai_image", "gpt-image-2",
                                   {"size": "auto", "quality": "ultra"})  # fmt: skip
     assert "generation.quality: 'ultra' is not allowed ('low', 'medium', 'high', 'auto')" in problem
+    seedream = ("seedream_4_5", "seedream", "seedream-4-5-251128")
+    assert setting_problems(*seedream, {"size": "2K"}) == []
+    assert setting_problems(*seedream, {"size": "2560x1440", "watermark": False}) == []
+    (problem,) = setting_problems(*seedream, {"size": "1920x1080"})  # under 2560x1440's pixels
+    assert problem == (
+        "model 'seedream_4_5' (provider seedream): generation.size: '1920x1080' is not allowed "
+        "(one of 2K, 4K, or WIDTHxHEIGHT of 2560x1440 to 4096x4096 pixels in all, between 1:16 "
+        "and 16:1)"
+    )
     (problem,) = setting_problems("x", "dalle", "dall-e-3", {})
     assert problem.startswith("model 'x': provider 'dalle' is not an image provider (gemini_image")
 

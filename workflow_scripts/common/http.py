@@ -101,3 +101,15 @@ def openai_client(key: str, base_url: str | None, hooks: dict, timeout_s: float)
         timeout=timeout_s,
         http_client=openai.DefaultHttpxClient(event_hooks=hooks),
     )
+
+
+def ark_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
+    """(a BytePlus Ark runtime client, its httpx client): the SDK imported now (a job's
+    import only), without retries of its own, the httpx client given `hooks`."""
+    import httpx
+    from byteplussdkarkruntime import Ark
+
+    http = httpx.Client(event_hooks=hooks, timeout=timeout_s, follow_redirects=True)
+    endpoint = {"base_url": base_url} if base_url else {}
+    client = Ark(api_key=key, max_retries=0, timeout=timeout_s, http_client=http, **endpoint)
+    return client, http

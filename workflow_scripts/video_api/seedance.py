@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.common.http import ServiceError
+from workflow_scripts.common.http import ServiceError, ark_client
 from workflow_scripts.video_api.provider import (
     Outcome,
     Refused,
@@ -73,14 +73,7 @@ class Provider(VideoProvider):
         return super().image_problems(key, generation | {"resolution": "720p"}, sizes)
 
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
-        import httpx
-        from byteplussdkarkruntime import Ark  # the SDK: a job's import only (see provider.py)
-
-        self.http = httpx.Client(event_hooks=hooks, timeout=timeout_s, follow_redirects=True)
-        endpoint = {"base_url": base_url} if base_url else {}
-        self.client = Ark(
-            api_key=key, max_retries=0, timeout=timeout_s, http_client=self.http, **endpoint
-        )
+        self.client, self.http = ark_client(key, base_url, hooks, timeout_s)
 
     def submits(self, request) -> bool:
         return request.method == "POST" and request.url.path.endswith(SUBMIT)
