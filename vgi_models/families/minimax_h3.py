@@ -29,8 +29,8 @@ class MiniMaxH3(Family):
 
         from vgi_models.families.minimax_h3_pipeline import WORKFLOW, MiniMaxH3ImageToVideo
 
-        modular = ModularPipeline.from_pretrained(source, workflow=WORKFLOW)
-        modular.load_components(workflow=WORKFLOW, dtype=dtype)
+        modular = ModularPipeline.from_pretrained(source, workflow=WORKFLOW, local_files_only=True)
+        modular.load_components(workflow=WORKFLOW, dtype=dtype, local_files_only=True)
         return self.finish(MiniMaxH3ImageToVideo(modular), generation)
 
     def finish(self, pipe, generation: dict):
