@@ -1,5 +1,5 @@
-"""Image models (`output: image`): tiny Qwen-Image-Edit pipelines built offline, one edited
-image per job, byte for byte reproducible, in process and through the shell entry."""
+"""Image models (`output: image`): tiny Qwen-Image-Edit and FLUX.2 pipelines built offline, one
+edited image per job, byte for byte reproducible, in process and through the shell entry."""
 
 from __future__ import annotations
 
@@ -20,6 +20,19 @@ from vgi_models.registry import load_registry
 
 PROMPT = "move the green dot to the red dot"
 AWKWARD = 'say "it\'s done"\nthen stop: $HOME `x`'
+QWEN_TEMPLATE = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>hi<|im_end|>"
+# a tiny key: its pipeline class, and a prompt template with five special tokens around the
+# text "user\nhi"
+TINY = {
+    "tiny_qwen_image_edit": ("QwenImageEditPipeline", QWEN_TEMPLATE),
+    "tiny_qwen_image_edit_plus": ("QwenImageEditPlusPipeline", QWEN_TEMPLATE),
+    "tiny_flux2": ("Flux2Pipeline", "[SYSTEM_PROMPT]user\n[/SYSTEM_PROMPT][INST][IMG]hi[/INST]"),
+}
+# where a saved pipeline records its processor as the checkpoints do
+PROCESSOR = {
+    "tiny_qwen_image_edit": ("processor", ["transformers", "Qwen2VLProcessor"]),
+    "tiny_flux2": ("tokenizer", ["transformers", "PixtralProcessor"]),
+}
 
 
 def _weights(pipe) -> dict[str, torch.Tensor]:
@@ -31,41 +44,35 @@ def _weights(pipe) -> dict[str, torch.Tensor]:
     }
 
 
-@pytest.fixture(scope="module")
-def edited(specs, example_image, tmp_path_factory):
-    """(meta, out_dir) of the tiny model's image of the example instance."""
+@pytest.fixture(scope="module", params=list(PROCESSOR))
+def edited(request, specs, example_image, tmp_path_factory):
+    """(spec, meta, out_dir) of a tiny model's image of the example instance."""
     torch.set_num_threads(1)
     out_dir = tmp_path_factory.mktemp("edited")
-    spec = specs["tiny_qwen_image_edit"]
-    return generate_image(spec, str(example_image), PROMPT, out_dir), out_dir
+    spec = specs[request.param]
+    return spec, generate_image(spec, str(example_image), PROMPT, out_dir), out_dir
 
 
-@pytest.mark.parametrize("key", ["tiny_qwen_image_edit", "tiny_qwen_image_edit_plus"])
+@pytest.mark.parametrize("key", list(TINY))
 def test_tiny_pipeline_builds_offline_to_the_same_weights(specs, key):
     spec = specs[key]
     first, second = spec.build(), spec.build()
-    assert (
-        type(first).__name__
-        == {
-            "tiny_qwen_image_edit": "QwenImageEditPipeline",
-            "tiny_qwen_image_edit_plus": "QwenImageEditPlusPipeline",
-        }[key]
-    )
+    pipeline, template = TINY[key]
+    assert type(first).__name__ == pipeline
     mine, theirs = _weights(first), _weights(second)
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
     # each special token of the prompt template is one token; the rest, one token a byte
-    template = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>hi<|im_end|>"
-    assert len(first.tokenizer(template).input_ids) == 5 + len("user\nhi")
+    tokenizer = getattr(first.tokenizer, "tokenizer", first.tokenizer)  # FLUX.2's: a processor's
+    assert len(tokenizer(template).input_ids) == 5 + len("user\nhi")
 
 
-def test_generate_image_writes_the_configured_size_and_metadata(edited, specs, example_image):
-    meta, out_dir = edited
-    spec = specs["tiny_qwen_image_edit"]
+def test_generate_image_writes_the_configured_size_and_metadata(edited, example_image):
+    spec, meta, out_dir = edited
     with Image.open(out_dir / "image.png") as image:
         assert image.format == "PNG"
         assert image.size == (spec.generation["width"], spec.generation["height"])
     assert json.loads((out_dir / "generation.json").read_text()) == meta
-    assert meta["model"] == "tiny_qwen_image_edit" and meta["status"] == "ok"
+    assert meta["model"] == spec.key and meta["status"] == "ok"
     assert meta["settings"] == spec.settings() and meta["seed"] == 0
     assert (meta["image"], meta["prompt"]) == (str(example_image), PROMPT)
     assert {"torch", "diffusers", "transformers"} <= meta["versions"].keys()
@@ -73,9 +80,8 @@ def test_generate_image_writes_the_configured_size_and_metadata(edited, specs, e
     assert meta["peak_memory_mb"]["cpu_rss"] > 0
 
 
-def test_same_settings_same_bytes_another_seed_other_bytes(edited, specs, example_image, tmp_path):
-    _, out_dir = edited
-    spec = specs["tiny_qwen_image_edit"]
+def test_same_settings_same_bytes_another_seed_other_bytes(edited, example_image, tmp_path):
+    spec, _, out_dir = edited
     generate_image(spec, str(example_image), PROMPT, tmp_path / "again")
     assert (tmp_path / "again/image.png").read_bytes() == (out_dir / "image.png").read_bytes()
     generate_image(spec.with_generation(seed=1), str(example_image), PROMPT, tmp_path / "seed1")
@@ -102,12 +108,13 @@ def test_real_load_from_a_saved_folder_gives_the_same_image(
     edited, registry, example_image, tmp_path
 ):
     """The real-weight path (`from_pretrained`, offline) on the tiny weights saved to disk."""
-    _, out_dir = edited
-    tiny = registry["tiny_qwen_image_edit"]
-    pipe = IMAGE_FAMILIES["qwen_image_edit"].build_tiny(tiny["generation"])
+    tiny_spec, _, out_dir = edited
+    tiny = registry[tiny_spec.key]
+    pipe = IMAGE_FAMILIES[tiny["family"]].build_tiny(tiny["generation"])
     pipe.save_pretrained(tmp_path / "weights")
     model_index = json.loads((tmp_path / "weights/model_index.json").read_text())
-    assert model_index["processor"] == ["transformers", "Qwen2VLProcessor"]
+    component, recorded = PROCESSOR[tiny_spec.key]
+    assert model_index[component] == recorded
     entry = tiny | {"source": str(tmp_path / "weights")}
     spec = load_registry({"saved": yaml.safe_load(yaml.safe_dump(entry))})["saved"]
     assert not spec.tiny
