@@ -4,9 +4,14 @@ a `<module>_tiny` with its tiny randomly initialised builder (`source: tiny`). I
 package imports no torch."""
 
 from vgi_models.image_families.base import ImageFamily
+from vgi_models.image_families.joyai_image_edit import JoyAIImageEdit
 from vgi_models.image_families.qwen_image_edit import QwenImageEdit
 
 IMAGE_FAMILIES: dict[str, ImageFamily] = {
     family.name: family
-    for family in (QwenImageEdit("qwen_image_edit"), QwenImageEdit("qwen_image_edit_plus"))
+    for family in (
+        QwenImageEdit("qwen_image_edit"),
+        QwenImageEdit("qwen_image_edit_plus"),
+        JoyAIImageEdit(),
+    )
 }
