@@ -1,5 +1,6 @@
-"""Image models (`output: image`): tiny Qwen-Image-Edit and FLUX.2 pipelines built offline, one
-edited image per job, byte for byte reproducible, in process and through the shell entry."""
+"""Image models (`output: image`): tiny Qwen-Image-Edit, FLUX.2 and JoyAI-Image-Edit pipelines
+built offline, one edited image per job, byte for byte reproducible, in process and through the
+shell entry."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -16,7 +18,7 @@ from PIL import Image
 from tests.support.workflow import REPO
 from vgi_models.generate_image import generate_image
 from vgi_models.image_families import IMAGE_FAMILIES
-from vgi_models.registry import load_registry
+from vgi_models.registry import load_registry, weight_problems
 
 PROMPT = "move the green dot to the red dot"
 AWKWARD = 'say "it\'s done"\nthen stop: $HOME `x`'
@@ -27,12 +29,17 @@ TINY = {
     "tiny_qwen_image_edit": ("QwenImageEditPipeline", QWEN_TEMPLATE),
     "tiny_qwen_image_edit_plus": ("QwenImageEditPlusPipeline", QWEN_TEMPLATE),
     "tiny_flux2": ("Flux2Pipeline", "[SYSTEM_PROMPT]user\n[/SYSTEM_PROMPT][INST][IMG]hi[/INST]"),
+    "tiny_joyai_image_edit": ("JoyImageEditPipeline", QWEN_TEMPLATE),
 }
 # where a saved pipeline records its processor as the checkpoints do
 PROCESSOR = {
     "tiny_qwen_image_edit": ("processor", ["transformers", "Qwen2VLProcessor"]),
     "tiny_flux2": ("tokenizer", ["transformers", "PixtralProcessor"]),
+    "tiny_joyai_image_edit": ("processor", ["transformers", "Qwen3VLProcessor"]),
 }
+# pixel levels a reload may differ by: safetensors hands some weights back at addresses not
+# 64-byte aligned, and a one-row matmul (JoyAI's timestep embedding) then rounds differently
+SLACK = {"tiny_joyai_image_edit": 1}
 
 
 def _weights(pipe) -> dict[str, torch.Tensor]:
@@ -122,4 +129,17 @@ def test_real_load_from_a_saved_folder_gives_the_same_image(
     mine, theirs = _weights(pipe), _weights(loaded)
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
     generate_image(spec, str(example_image), PROMPT, tmp_path / "out")
-    assert (tmp_path / "out/image.png").read_bytes() == (out_dir / "image.png").read_bytes()
+    made, again = (
+        np.asarray(Image.open(d / "image.png"), int) for d in (out_dir, tmp_path / "out")
+    )
+    assert np.abs(made - again).max() <= SLACK.get(tiny_spec.key, 0)
+
+
+def test_joyai_refuses_a_size_that_is_not_one_of_its_buckets(specs):
+    """JoyImageEditPipeline snaps any size to its nearest bucket: a size that is not one is
+    named when the run starts, not found on a differently sized image."""
+    spec = specs["tiny_joyai_image_edit"]
+    real = specs["joyai_image_edit"]
+    assert weight_problems(spec) == [] and real.pipeline_family.problems("", real.generation) == []
+    (problem,) = weight_problems(spec.with_generation(height=64, width=112))
+    assert problem.startswith("model 'tiny_joyai_image_edit': ") and "not 112x64" in problem

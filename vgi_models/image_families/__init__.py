@@ -5,6 +5,7 @@ package imports no torch."""
 
 from vgi_models.image_families.base import ImageFamily
 from vgi_models.image_families.flux2 import Flux2
+from vgi_models.image_families.joyai_image_edit import JoyAIImageEdit
 from vgi_models.image_families.qwen_image_edit import QwenImageEdit
 
 IMAGE_FAMILIES: dict[str, ImageFamily] = {
@@ -13,5 +14,6 @@ IMAGE_FAMILIES: dict[str, ImageFamily] = {
         QwenImageEdit("qwen_image_edit"),
         QwenImageEdit("qwen_image_edit_plus"),
         Flux2(),
+        JoyAIImageEdit(),
     )
 }
