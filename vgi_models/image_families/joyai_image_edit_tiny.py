@@ -20,43 +20,26 @@ from diffusers import (
 )
 from transformers import (
     Qwen2Tokenizer,
-    Qwen2VLImageProcessorPil,
     Qwen3VLConfig,
     Qwen3VLForConditionalGeneration,
 )
 
 from vgi_models.image_families.joyai_image_edit import JoyAIImageEdit
-from vgi_models.image_families.qwen_image_edit_tiny import _tiny_tokenizer
+from vgi_models.image_families.qwen_image_edit_tiny import (
+    MERGE,
+    PATCH,
+    _tiny_processor,
+    _tiny_tokenizer,
+    _vision_token_ids,
+)
 from vgi_models.image_families.qwen_processor import ImageQwen3VLProcessor, recorded_as_checkpoint
 
 TEXT_DIM = 32
 LATENT_CHANNELS = 16  # as Wan 2.1's VAE
-PATCH, MERGE = 8, 2  # the vision tower's patch and the merge of 2x2 patches into one token
-
-
-def _tiny_processor(tokenizer: Qwen2Tokenizer) -> ImageQwen3VLProcessor:
-    """The input image at most 32x32 pixels of area for the vision tower: a handful of tokens."""
-    factor = PATCH * MERGE
-    images = Qwen2VLImageProcessorPil(
-        patch_size=PATCH,
-        temporal_patch_size=2,
-        merge_size=MERGE,
-        min_pixels=factor * factor,
-        max_pixels=4 * factor * factor,
-    )
-    return ImageQwen3VLProcessor(images, tokenizer)
 
 
 def _tiny_text_encoder(tokenizer: Qwen2Tokenizer) -> Qwen3VLForConditionalGeneration:
-    ids = {
-        f"{name}_token_id": tokenizer.convert_tokens_to_ids(f"<|{token}|>")
-        for name, token in (
-            ("image", "image_pad"),
-            ("video", "video_pad"),
-            ("vision_start", "vision_start"),
-            ("vision_end", "vision_end"),
-        )
-    }
+    ids = _vision_token_ids(tokenizer)
     config = Qwen3VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
@@ -132,6 +115,6 @@ def build_tiny(family: JoyAIImageEdit, generation: dict):
         text_encoder=_tiny_text_encoder(tokenizer),
         tokenizer=tokenizer,
         transformer=_tiny_transformer(),
-        processor=_tiny_processor(tokenizer),
+        processor=_tiny_processor(tokenizer, ImageQwen3VLProcessor),
     )
     return recorded_as_checkpoint(pipe)

@@ -50,8 +50,9 @@ def _tiny_tokenizer() -> Qwen2Tokenizer:
     return tokenizer
 
 
-def _tiny_processor(tokenizer: Qwen2Tokenizer) -> ImageQwen2VLProcessor:
-    """The input image at most 32x32 pixels of area for the vision tower: a handful of tokens."""
+def _tiny_processor(tokenizer: Qwen2Tokenizer, kind=ImageQwen2VLProcessor):
+    """A `kind` processor (Qwen2-VL's or Qwen3-VL's, without torchvision) that gives the vision
+    tower the input image at most 32x32 pixels of area: a handful of tokens."""
     factor = PATCH * MERGE
     images = Qwen2VLImageProcessorPil(
         patch_size=PATCH,
@@ -60,11 +61,12 @@ def _tiny_processor(tokenizer: Qwen2Tokenizer) -> ImageQwen2VLProcessor:
         min_pixels=factor * factor,
         max_pixels=4 * factor * factor,
     )
-    return ImageQwen2VLProcessor(images, tokenizer)
+    return kind(images, tokenizer)
 
 
-def _tiny_text_encoder(tokenizer: Qwen2Tokenizer) -> Qwen2_5_VLForConditionalGeneration:
-    ids = {
+def _vision_token_ids(tokenizer: Qwen2Tokenizer) -> dict[str, int]:
+    """A Qwen-VL config's image, video and vision start/end token ids in `tokenizer`."""
+    return {
         f"{name}_token_id": tokenizer.convert_tokens_to_ids(f"<|{token}|>")
         for name, token in (
             ("image", "image_pad"),
@@ -73,6 +75,10 @@ def _tiny_text_encoder(tokenizer: Qwen2Tokenizer) -> Qwen2_5_VLForConditionalGen
             ("vision_end", "vision_end"),
         )
     }
+
+
+def _tiny_text_encoder(tokenizer: Qwen2Tokenizer) -> Qwen2_5_VLForConditionalGeneration:
+    ids = _vision_token_ids(tokenizer)
     config = Qwen2_5_VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
