@@ -87,7 +87,8 @@ def run(tmp_path_factory):
         unlock = snakemake(workdir, config, "--unlock")
         assert unlock.returncode == 0, unlock.stdout[-3000:]
         fake_image.script()  # the rest answered at once
-        result = snakemake(workdir, config, "image_all")
+        # as after any kill: a job it cut off (a judge's, if one had started) is incomplete
+        result = snakemake(workdir, config, "image_all", "--rerun-incomplete")
         assert result.returncode == 0, result.stdout[-3000:]
         resent = fake_image.sent[sent_at_the_kill:]
     return {"out": workdir / "results", "plan": plan, "answered": answered, "resent": resent}
