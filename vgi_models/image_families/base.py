@@ -8,7 +8,17 @@ from vgi_models.families.base import PipelineFamily
 class ImageFamily(PipelineFamily):
     """An image-editing pipeline family: how its pipeline is built and called on one input
     image and one prompt; one module of `vgi_models.image_families` with an instance in
-    `IMAGE_FAMILIES` (`PipelineFamily`)."""
+    `IMAGE_FAMILIES` (`PipelineFamily`). `OPTIONAL`: the call's settings passed only where
+    the entry sets them (else the pipeline's defaults)."""
+
+    OPTIONAL: tuple[str, ...] = ()
+
+    def call_kwargs(self, generation: dict) -> dict:
+        """The size and steps, and each `OPTIONAL` setting the entry sets."""
+        keys = ("height", "width", "num_inference_steps")
+        return {k: generation[k] for k in keys} | {
+            k: generation[k] for k in self.OPTIONAL if k in generation
+        }
 
     def generate(self, pipe, image, prompt: str, generation: dict):
         """The edited image (PIL) of `image` (PIL) by `prompt`, seeded by `generation.seed`

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from vgi_models.image_families.base import ImageFamily
 
-OPTIONAL = ("guidance_scale", "max_sequence_length")  # left out: the pipeline's defaults
-
 
 class Flux2(ImageFamily):
     """`flux2`: FLUX.2 [dev] (`Flux2Pipeline`)."""
+
+    OPTIONAL = ("guidance_scale", "max_sequence_length")  # left out: the pipeline's defaults
 
     name = "flux2"
 
@@ -41,9 +41,3 @@ class Flux2(ImageFamily):
         )
         pipe.register_modules(tokenizer=load_processor(source))
         return recorded_as_checkpoint(pipe)
-
-    def call_kwargs(self, generation: dict) -> dict:
-        keys = ("height", "width", "num_inference_steps")
-        return {k: generation[k] for k in keys} | {
-            k: generation[k] for k in OPTIONAL if k in generation
-        }

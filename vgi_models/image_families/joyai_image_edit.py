@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from vgi_models.image_families.base import ImageFamily
 
-OPTIONAL = ("guidance_scale", "negative_prompt", "max_sequence_length")
-
 
 class JoyAIImageEdit(ImageFamily):
     """`joyai_image_edit`: `JoyImageEditPipeline` on one input image."""
+
+    OPTIONAL = ("guidance_scale", "negative_prompt", "max_sequence_length")
 
     name = "joyai_image_edit"
 
@@ -55,12 +55,6 @@ class JoyAIImageEdit(ImageFamily):
 
         torch.manual_seed(generation["seed"])
         return super().generate(pipe, image, prompt, generation)
-
-    def call_kwargs(self, generation: dict) -> dict:
-        keys = ("height", "width", "num_inference_steps")
-        return {k: generation[k] for k in keys} | {
-            k: generation[k] for k in OPTIONAL if k in generation
-        }
 
     def problems(self, source: str, generation: dict) -> list[str]:
         """A height and width that are not one of the pipeline's buckets."""

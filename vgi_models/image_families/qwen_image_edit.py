@@ -17,11 +17,12 @@ PIPELINES = {
     "qwen_image_edit": "QwenImageEditPipeline",
     "qwen_image_edit_plus": "QwenImageEditPlusPipeline",
 }
-OPTIONAL = ("negative_prompt", "true_cfg_scale", "guidance_scale", "max_sequence_length")
 
 
 class QwenImageEdit(ImageFamily):
     """`qwen_image_edit` or `qwen_image_edit_plus` (`PIPELINES`)."""
+
+    OPTIONAL = ("negative_prompt", "true_cfg_scale", "guidance_scale", "max_sequence_length")
 
     def __init__(self, name: str) -> None:
         if name not in PIPELINES:
@@ -43,9 +44,3 @@ class QwenImageEdit(ImageFamily):
             source, processor=load_processor(source), dtype=dtype, local_files_only=True
         )
         return recorded_as_checkpoint(pipe)
-
-    def call_kwargs(self, generation: dict) -> dict:
-        keys = ("height", "width", "num_inference_steps")
-        return {k: generation[k] for k in keys} | {
-            k: generation[k] for k in OPTIONAL if k in generation
-        }
