@@ -73,8 +73,13 @@ class Retry(Exception):
         import httpx
         import httpx2
 
-        never = (httpx.ConnectError, httpx.ConnectTimeout)
-        if isinstance(error, never + (httpx2.ConnectError, httpx2.ConnectTimeout)):
+        never = (
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            httpx2.ConnectError,
+            httpx2.ConnectTimeout,
+        )
+        if isinstance(error, never):
             return cls(f"connection failed: {type(error).__name__}: {error}")
         return cls(f"no answer: {type(error).__name__}", unsure=True)
 
