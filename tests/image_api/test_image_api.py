@@ -35,6 +35,10 @@ ENTRIES = {  # the paper's image API models, as their registry entries read
     "seedream_4_5": {"source": "api", "output": "image", "provider": "seedream",
                      "model_id": "seedream-4-5-251128",
                      "generation": {"size": "2560x1440", "watermark": False}},
+    "qwen_image_3_pro": {"source": "api", "output": "image", "provider": "qwen_image",
+                         "model_id": "qwen-image-3.0-pro",
+                         "generation": {"size": "2560*1440", "prompt_extend": False,
+                                        "watermark": False, "seed": 0}},
 }  # fmt: skip
 MODELS = tuple(ENTRIES)
 
@@ -109,6 +113,9 @@ def test_the_image_is_made_from_the_input_and_prompt_and_asked_for_once(tmp_path
     elif model == "gpt_image_2":
         assert sent.settings == {"n": "1", "size": "1536x1024", "quality": "high"}
         assert picture.size == (96, 64)
+    elif model == "qwen_image_3_pro":  # one image, behind a link fetched once
+        assert sent.settings == {"n": 1} | ENTRIES[model]["generation"]
+        assert picture.size == (80, 45) and fake.fetches == 1
     else:  # one image, as base64
         assert sent.settings == {"size": "2560x1440", "watermark": False,
                                  "response_format": "b64_json",
@@ -147,6 +154,11 @@ def test_a_jpeg_reply_beside_text_parts_is_written_as_png(tmp_path, fake, image)
         ("nano_banana_pro", REFUSED, "refused: IMAGE_SAFETY: no image in the answer"),
         ("nano_banana_pro", PROMPT_BLOCKED, "refused: PROHIBITED_CONTENT: "),
         ("gpt_image_2", REFUSED, "refused: The request was rejected by the safety system"),
+        (
+            "qwen_image_3_pro",
+            PROMPT_BLOCKED,
+            "refused: Input data may contain inappropriate content. (DataInspectionFailed)",
+        ),
     ],
 )
 def test_a_refusal_is_a_finished_result_never_asked_again(tmp_path, fake, image, model,
@@ -230,6 +242,20 @@ def test_a_job_cut_off_after_the_reply_is_rerun_without_a_request(tmp_path, fake
     assert Image.open(io.BytesIO(made)).format == "PNG"
 
 
+def test_an_image_link_that_cannot_be_read_fails_the_job_never_asking_again(tmp_path, fake,
+                                                                            image):  # fmt: skip
+    """Qwen-Image's answer names the image by a link: one that cannot be read after the
+    request was answered is an image made and billed, so the job fails without a second
+    request (a 5xx of the link would be fetched again)."""
+    fake.protocols["qwen_image"].host = lambda data, name: f"{fake.url}/files/expired.png"
+    job_smk = smk(tmp_path, fake, "qwen_image_3_pro", image)
+    with pytest.raises(SystemExit, match="may have been taken"):
+        generate_image_api_job(job_smk)
+    assert len(fake.sent) == 1 and fake.fetches == 1
+    assert "the image was made, but its link could not be read (HTTP 404)" in log_of(job_smk)
+    assert not Path(job_smk.output.image).exists()
+
+
 def test_no_key_is_written_anywhere(tmp_path, fake, image):
     for model in MODELS:
         generate_image_api_job(smk(tmp_path, fake, model, image))
@@ -273,6 +299,18 @@ def test_settings_are_checked_with_the_allowed_values():
         "(one of 2K, 4K, or WIDTHxHEIGHT of 2560x1440 to 4096x4096 pixels in all, between 1:16 "
         "and 16:1)"
     )
+    qwen = ("qwen_image_3_pro", "qwen_image", "qwen-image-3.0-pro")
+    assert setting_problems(*qwen, {"size": "2048*1152", "seed": 7}) == []
+    (problem,) = setting_problems(*qwen, {"size": "2560x1440"})
+    assert problem.endswith("generation.size: '2560x1440' is not WIDTH*HEIGHT (the service's "
+                            "form, e.g. 2560*1440)")  # fmt: skip
+    (problem,) = setting_problems(*qwen, {"size": "4096*2304"})  # over 2048*2048's pixels
+    assert problem == (
+        "model 'qwen_image_3_pro' (provider qwen_image): generation.size: '4096*2304' is not "
+        "allowed (512*512 to 2048*2048 pixels in all, between 1:8 and 8:1)"
+    )
+    (problem,) = setting_problems("q", "qwen_image", "qwen-image-edit-plus", {"size": "2560*1440"})
+    assert problem.endswith("generation.size: '2560*1440' is not allowed (each side 512 to 2048)")
     (problem,) = setting_problems("x", "dalle", "dall-e-3", {})
     assert problem.startswith("model 'x': provider 'dalle' is not an image provider (gemini_image")
 

@@ -1,7 +1,7 @@
 """What the clients of remote services share (the judge's VLM backends, the video API
 providers): the service's failure, reading an HTTP error answer, the request hook that
-paces sends, and the registry lookup that imports a client's module (and its SDK) only
-where it is used.
+paces sends, the registry lookup that imports a client's module (and its SDK) only where it
+is used, and the SDK clients more than one provider makes.
 
 Kept light (no HTTP library, no SDK): the workflow reads it when it starts.
 """
@@ -113,3 +113,25 @@ def ark_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
     endpoint = {"base_url": base_url} if base_url else {}
     client = Ark(api_key=key, max_retries=0, timeout=timeout_s, http_client=http, **endpoint)
     return client, http
+
+
+DASHSCOPE_INTERNATIONAL = (
+    "https://dashscope-intl.aliyuncs.com/api/v1"  # Singapore; keys are regional
+)
+DASHSCOPE_REFUSALS = ("DataInspection", "IPInfringement")  # in an error code: a refusal
+
+
+def dashscope_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
+    """A dashscope 2.0 client (the SDK imported now: a job's import only) on Model Studio's
+    international endpoint unless `base_url`, without retries of its own, its httpx client
+    given `hooks`."""
+    from dashscope.v2 import Client
+
+    client = Client(
+        api_key=key,
+        base_url=base_url or DASHSCOPE_INTERNATIONAL,
+        timeout=timeout_s,
+        max_retries=0,
+    )
+    client.transport.http_client.event_hooks = hooks
+    return client

@@ -10,6 +10,7 @@ from workflow_scripts.image_api.provider import ImageProvider
 PROVIDERS = {  # registry `provider:` -> module of this package
     "gemini_image": "gemini_image",
     "openai_image": "openai_image",
+    "qwen_image": "qwen_image",
     "seedream": "seedream",
 }
 

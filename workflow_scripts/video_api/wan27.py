@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workflow_scripts.common.http import DASHSCOPE_REFUSALS, dashscope_client
 from workflow_scripts.video_api.provider import (
     Outcome,
     Refused,
@@ -32,10 +33,8 @@ from workflow_scripts.video_api.provider import (
     VideoProvider,
 )
 
-INTERNATIONAL = "https://dashscope-intl.aliyuncs.com/api/v1"  # Singapore; keys are regional
 SUBMIT = "/services/aigc/video-generation/video-synthesis"
 FRAMES = {"720P": (1280, 720), "1080P": (1920, 1080)}  # a 16:9 first frame
-REFUSALS = ("DataInspection", "IPInfringement")  # in an error code: a refusal
 RUNNING = ("PENDING", "RUNNING")
 GONE = {  # statuses of a task that will never have a video: handled as an expired one
     "UNKNOWN": "expired after 24 h, or never made",
@@ -45,7 +44,7 @@ GONE = {  # statuses of a task that will never have a video: handled as an expir
 
 def reason(code: str | None, message: str | None) -> str:
     """`refused: ...` or `failed: ...`, with the service's message and code."""
-    kind = "refused" if any(word in (code or "") for word in REFUSALS) else "failed"
+    kind = "refused" if any(word in (code or "") for word in DASHSCOPE_REFUSALS) else "failed"
     return f"{kind}: {message or 'no reason given'} ({code or 'no code'})"
 
 
@@ -74,13 +73,9 @@ class Provider(VideoProvider):
 
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
         import httpx  # the SDK's (dashscope 2.0 sends through httpx): a job's import only
-        from dashscope.v2 import Client
 
-        self.client = Client(
-            api_key=key, base_url=base_url or INTERNATIONAL, timeout=timeout_s, max_retries=0
-        )
+        self.client = dashscope_client(key, base_url, hooks, timeout_s)
         self.timeout_s = timeout_s
-        self.client.transport.http_client.event_hooks = hooks
         self.downloads = httpx.Client(timeout=timeout_s, follow_redirects=True)  # no key
 
     def submits(self, request) -> bool:

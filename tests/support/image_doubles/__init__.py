@@ -11,6 +11,7 @@ from tests.support.image_doubles.base import Protocol
 MODULES = {  # registry `provider:` -> module here
     "gemini_image": "gemini_image",
     "openai_image": "openai_image",
+    "qwen_image": "qwen_image",
     "seedream": "seedream",
 }
 

@@ -63,6 +63,7 @@ class Protocol(ABC):
 
     provider: str  # the registry's `provider:` value
     route: object  # re.Pattern of the paths it answers (fullmatch)
+    host = None  # set by the server: host(data, name) -> the URL that serves `data` (GET)
 
     def base_url(self, url: str) -> str:
         """The registry entry's `base_url` that points its SDK at the server at `url`."""

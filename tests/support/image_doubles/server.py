@@ -8,7 +8,9 @@ one module of this package (`base.Protocol`: routes, key, parsing, replies, erro
 Each request takes the next scripted answer (`script`), else a normal reply: the input
 image made into another (its colours inverted, at the asked-for aspect, small so that
 tests stay fast). A wrong key is HTTP 401. Every request is recorded (`sent`: the prompt,
-the input image's bytes and the settings as the SDK sent them, the key).
+the input image's bytes and the settings as the SDK sent them, the key). A protocol whose
+answer links to the image hosts it here (`Protocol.host`): a GET of the link, without the
+key, as a storage bucket serves it; `fetches` counts them.
 """
 
 from __future__ import annotations
@@ -32,8 +34,12 @@ class FakeImageAPI:
     def __init__(self, api_key: str = API_KEY) -> None:
         self.api_key, self.protocols = api_key, protocols()
         self.sent: list[Sent] = []
+        self.files: dict[str, bytes] = {}  # a hosted image's path -> its bytes
+        self.fetches = 0
         self._scripts: deque[Script] = deque()
         self._lock = threading.Lock()
+        for protocol in self.protocols.values():
+            protocol.host = self._host
 
     def __enter__(self) -> FakeImageAPI:
         fake = self
@@ -41,6 +47,9 @@ class FakeImageAPI:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 fake._handle(self)
+
+            def do_GET(self):
+                fake._fetch(self)
 
             def log_message(self, *args):
                 pass
@@ -61,6 +70,23 @@ class FakeImageAPI:
         """Queues answers for the next requests, in order."""
         with self._lock:
             self._scripts.extend(answers)
+
+    def _host(self, data: bytes, name: str) -> str:
+        with self._lock:
+            self.files[f"/files/{name}"] = data
+        return f"{self.url}/files/{name}"
+
+    def _fetch(self, handler) -> None:
+        with self._lock:
+            data = self.files.get(handler.path.split("?")[0])
+            self.fetches += 1
+        if data is None:
+            return _send(handler, 404, {"error": {"message": "NoSuchKey"}})
+        handler.send_response(200)
+        handler.send_header("content-type", "image/png")
+        handler.send_header("content-length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
 
     def _handle(self, handler) -> None:
         path = handler.path.split("?")[0]
