@@ -4,6 +4,7 @@ import shlex
 
 from workflow_scripts.study.documents import Study
 from workflow_scripts.study.status import StatusWriter
+from workflow_scripts.image_api.providers import nominal_size
 from workflow_scripts.video_api.providers import nominal_clip
 
 
@@ -36,6 +37,11 @@ def study_description():
         }
     for model, spec in STUDY.image_models.items():  # the image branch: one frame each
         generation = spec.generation or {}
+        width, height = (
+            nominal_size(spec.provider, generation)
+            if spec.provider
+            else (generation.get("width"), generation.get("height"))
+        ) or (None, None)
         runs[model] = {
             "model": model,
             "kind": spec.kind,
@@ -44,8 +50,8 @@ def study_description():
             "instances": IMAGE_INSTANCES["task"].to_dict(),
             "frames": 1,
             "fps": 1.0,
-            "width": generation.get("width"),
-            "height": generation.get("height"),
+            "width": width,
+            "height": height,
             "runtime_min": spec.resources.get("runtime"),
             "sample": next(iter(STUDY.images.get(model, {}).values()), None),
             "entry": REGISTRY[model],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting
+from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting, sized
 from workflow_scripts.video_api.provider import image_mime
 
 # ImageConfig's values as google-genai documents them
@@ -33,6 +33,13 @@ class Provider(ImageProvider):
         "image_size": Setting(str, SIZES),
         "seed": Setting(int),
     }
+
+    @classmethod
+    def nominal_size(cls, generation: dict) -> tuple[int, int]:
+        """About 1024*1024 pixels a K of `image_size` (1K unset) at `aspect_ratio`."""
+        across, down = map(int, generation["aspect_ratio"].split(":"))
+        side = 1024 * int(generation.get("image_size", "1K")[0])
+        return sized(side * side, across / down)
 
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
         import httpx2

@@ -15,16 +15,23 @@ shared window right before it goes out.
 from __future__ import annotations
 
 import io
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 
 from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
 from workflow_scripts.video_api.provider import Refused, Retry, Setting, SettingChecks
 
-__all__ = ["ImageProvider", "Refused", "Retry", "Setting", "as_png"]
+__all__ = ["ImageProvider", "Refused", "Retry", "Setting", "as_png", "sized"]
 
 ATTEMPTS = 5
 PNG = b"\x89PNG\r\n\x1a\n"
+ASPECT = 16 / 9  # the release's input images'
+
+
+def sized(pixels: float, aspect: float = ASPECT) -> tuple[int, int]:
+    """(width, height) of `pixels` at `aspect`."""
+    return round((pixels * aspect) ** 0.5), round((pixels / aspect) ** 0.5)
 
 
 def as_png(data: bytes) -> bytes:
@@ -41,6 +48,13 @@ def as_png(data: bytes) -> bytes:
 class ImageProvider(SettingChecks, ABC):
     """An image model's service (the module docstring); a subclass fills in `SETTINGS` and
     every abstract method."""
+
+    @classmethod
+    def nominal_size(cls, generation: dict) -> tuple[int, int] | None:
+        """(width, height) of the image asked for, for the plan (None: the service's choice,
+        or the input's size): a `size` of WIDTHxHEIGHT or WIDTH*HEIGHT."""
+        match = re.fullmatch(r"(\d+)[x*](\d+)", str(generation.get("size", "")))
+        return (int(match[1]), int(match[2])) if match else None
 
     def __init__(self, spec, key: str, pace=None, timeout_s: float = 300.0) -> None:
         self.model_id, self.generation = spec.model_id, spec.generation

@@ -34,3 +34,8 @@ def setting_problems(key: str, provider: str, model_id: str, generation: dict) -
             f"({', '.join(PROVIDERS)}; workflow_scripts/image_api/providers.py)"
         ]
     return provider_class(provider).setting_problems(key, provider, model_id, generation)
+
+
+def nominal_size(provider: str, generation: dict) -> tuple[int, int] | None:
+    """(width, height) of an image provider's image asked for (None: the input's size)."""
+    return provider_class(provider).nominal_size(generation)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError, ark_client
-from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting
+from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting, sized
 from workflow_scripts.video_api.provider import data_uri
 
 REFUSAL = "SensitiveContentDetected"  # in an error code: the safety filter
@@ -32,6 +32,14 @@ class Provider(ImageProvider):
         "size": Setting(str, required=True),  # PRESETS, or WIDTHxHEIGHT the rules allow
         "watermark": Setting(bool),
     }
+
+    @classmethod
+    def nominal_size(cls, generation: dict) -> tuple[int, int] | None:
+        """A preset: 2048*2048 (4096*4096) pixels at the input's aspect, the release's 16:9."""
+        if generation["size"] in PRESETS:
+            side = 1024 * int(generation["size"][0])
+            return sized(side * side)
+        return super().nominal_size(generation)
 
     @classmethod
     def rule_problems(cls, model_id: str, generation: dict) -> list[str]:

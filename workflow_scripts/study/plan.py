@@ -48,6 +48,8 @@ OUTPUT_TOKENS = 600  # a reply, thinking included
 ROUND2_PER_WINDOW = 1.0  # round-2 windows per round-1 window (one nominated moment each)
 ANY_JUDGE = ""  # round2_rates' key of every judge's documents together
 BITS_PER_PIXEL = 0.15  # an encoded frame's size (H.264 at imageio's default quality)
+PNG_BITS_PER_PIXEL = 12.0  # a made image's PNG: an assumption (RGB that PNG halves) until
+# the run's first images are measured
 IMAGES_PER_IMAGE_CALL = 3  # the image judge's: input, reference (where there is one), generated
 
 
@@ -206,8 +208,8 @@ def learn(study: Study, tallies: Mapping[str, Tally]) -> tuple[dict, dict]:
 
 def disk_bytes(study: Study, run, made: list) -> float:
     """The run's folders once finished (video, checkpoint videos, documents): measured over
-    the videos made, else from the clip's pixels at BITS_PER_PIXEL; videos or images made
-    elsewhere: the size of one of them, for each."""
+    the videos (images) made, else from the clip's pixels at BITS_PER_PIXEL (an image's at
+    PNG_BITS_PER_PIXEL); videos or images made elsewhere: the size of one of them, for each."""
     if not run.generates:
         return len(run.instances) * Path(run.sample).stat().st_size
     sizes = [folder_bytes(run_folder(study.outdir, run.key, run.instances[i], i)) for i in made]
@@ -216,7 +218,8 @@ def disk_bytes(study: Study, run, made: list) -> float:
     frames, _ = clip(run)
     videos = 1 + (len(study.steps) * (2 if study.decode == "both" else 1) if run.denoises else 0)
     pixels = frames * (run.width or 1280) * (run.height or 720)
-    return len(run.instances) * videos * pixels * BITS_PER_PIXEL / 8
+    bits = PNG_BITS_PER_PIXEL if run.output == "image" else BITS_PER_PIXEL
+    return len(run.instances) * videos * pixels * bits / 8
 
 
 def plan_table(study: Study, prices: Mapping, docs: Documents | None = None) -> pd.DataFrame:
