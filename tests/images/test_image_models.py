@@ -86,7 +86,7 @@ def run(tmp_path_factory):
         sent_at_the_kill = len(fake_image.sent)
         unlock = snakemake(workdir, config, "--unlock")
         assert unlock.returncode == 0, unlock.stdout[-3000:]
-        fake_image.script()  # the rest answered at once
+        fake_image.unscript()  # the rest answered at once
         # as after any kill: a job it cut off (a judge's, if one had started) is incomplete
         result = snakemake(workdir, config, "image_all", "--rerun-incomplete")
         assert result.returncode == 0, result.stdout[-3000:]

@@ -40,21 +40,18 @@ def size_problem(model_id: str, size: str) -> str | None:
     if not match:
         return f"size: {size!r} is not WIDTH*HEIGHT (the service's form, e.g. 2560*1440)"
     width, height = int(match[1]), int(match[2])
-    if model_id.startswith(("qwen-image-2.0", "qwen-image-3.0")):
-        wide = model_id.startswith("qwen-image-3.0") and max(width, height) > RATIO * min(
-            width, height
-        )
-        if PIXELS[0] <= width * height <= PIXELS[1] and not wide:
-            return None
-        ratio = (
-            f", between 1:{RATIO} and {RATIO}:1" if model_id.startswith("qwen-image-3.0") else ""
-        )
-        return f"size: {size!r} is not allowed (512*512 to 2048*2048 pixels in all{ratio})"
     if model_id.startswith(("qwen-image-edit-plus", "qwen-image-edit-max")):
         if all(SIDES[0] <= side <= SIDES[1] for side in (width, height)):
             return None
         return f"size: {size!r} is not allowed (each side 512 to 2048)"
-    return None
+    if not model_id.startswith(("qwen-image-2.0", "qwen-image-3.0")):
+        return None
+    ratio = RATIO if model_id.startswith("qwen-image-3.0") else None
+    narrow = ratio is None or max(width, height) <= ratio * min(width, height)
+    if PIXELS[0] <= width * height <= PIXELS[1] and narrow:
+        return None
+    aspect = f", between 1:{ratio} and {ratio}:1" if ratio else ""
+    return f"size: {size!r} is not allowed (512*512 to 2048*2048 pixels in all{aspect})"
 
 
 class Provider(ImageProvider):

@@ -71,6 +71,11 @@ class FakeImageAPI:
         with self._lock:
             self._scripts.extend(answers)
 
+    def unscript(self) -> None:
+        """Drops the answers still queued: the next requests get normal replies."""
+        with self._lock:
+            self._scripts.clear()
+
     def _host(self, data: bytes, name: str) -> str:
         with self._lock:
             self.files[f"/files/{name}"] = data
