@@ -134,6 +134,9 @@ def test_cogvideox_1_5_whose_latents_are_padded_is_refused(registry, saved_cogvi
     "pipeline, generation, reason",
     [
         ("Kandinsky5I2VPipeline", {}, "renormalises the first latent frames"),
+        ("SanaImageToVideoPipeline", {}, "steps only the latent frames after the image's"),
+        ("HunyuanVideoImageToVideoPipeline", {}, "drops the image's frame"),
+        ("SkyReelsV2DiffusionForcingImageToVideoPipeline", {}, "(diffusion forcing)"),
         ("StableVideoDiffusionPipeline", {}, "its call takes no prompt"),
         ("CogVideoXImageToVideoPipeline", {"call_names": {"fps": "frame_rate"}},
          "generation.fps has no call keyword 'frame_rate'"),

@@ -32,6 +32,17 @@ REFUSED = {
     "cannot be put in the form its decode takes",
     "LTXImageToVideoPipeline": "its scheduler steps the unpacked frames after the image's while "
     "its latent output is packed, and its VAE decode adds seeded noise (decode_timestep)",
+    "LTX2ImageToVideoPipeline": "its latents are packed and it denoises video and audio together: "
+    "LTX-2 runs through its own family (`family: ltx23`)",
+    "HunyuanVideoImageToVideoPipeline": "its scheduler steps only the frames after the image's "
+    "(token_replace), or its latent output drops the image's frame its scheduler steps "
+    "(latent_concat)",
+    "SanaImageToVideoPipeline": "its scheduler steps only the latent frames after the image's, "
+    "which it puts back in front of them",
+    "Kandinsky6TI2VAPipeline": "its scheduler steps the video's latents with the image's appended "
+    "as one more frame, which its output drops",
+    "SkyReelsV2DiffusionForcingImageToVideoPipeline": "it steps each latent frame with its own "
+    "copy of the scheduler at its own timestep (diffusion forcing), so no step is the video's",
 }
 # pipeline -> (its transformer's setting, why a model that sets it is refused)
 REFUSED_SETTINGS = {
