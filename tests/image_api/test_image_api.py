@@ -330,3 +330,21 @@ def test_a_request_that_never_connected_is_not_taken(fake, image, model, where):
         finally:
             client.close()
     assert not error.value.unsure and str(error.value).startswith("connection failed: Connect")
+
+
+def test_the_plan_reads_each_providers_image_size_from_its_settings():
+    """The size a plan prices an image at before any is made: the service's own setting
+    where it names one, else None (the input's size, the service's choice)."""
+    from workflow_scripts.image_api.providers import nominal_size
+
+    assert nominal_size("gemini_image", {"aspect_ratio": "16:9", "image_size": "2K"}) == (
+        2731,
+        1536,
+    )
+    assert nominal_size("gemini_image", {"aspect_ratio": "1:1"}) == (1024, 1024)  # 1K unset
+    assert nominal_size("openai_image", {"size": "1536x1024"}) == (1536, 1024)
+    assert nominal_size("openai_image", {"size": "auto"}) is None
+    assert nominal_size("seedream", {"size": "4K"}) == (5461, 3072)
+    assert nominal_size("seedream", {"size": "2560x1440"}) == (2560, 1440)
+    assert nominal_size("qwen_image", {"size": "2048*1152"}) == (2048, 1152)
+    assert nominal_size("qwen_image", {"prompt_extend": False}) is None
