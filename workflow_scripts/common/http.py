@@ -121,6 +121,11 @@ DASHSCOPE_INTERNATIONAL = (
 DASHSCOPE_REFUSALS = ("DataInspection", "IPInfringement")  # in an error code: a refusal
 
 
+def dashscope_refusal(code: str | None) -> bool:
+    """Whether Model Studio's error `code` is a refusal (its content inspection, a policy)."""
+    return any(word in (code or "") for word in DASHSCOPE_REFUSALS)
+
+
 def dashscope_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
     """A dashscope 2.0 client (the SDK imported now: a job's import only) on Model Studio's
     international endpoint unless `base_url`, without retries of its own, its httpx client

@@ -38,8 +38,7 @@ class Provider(ImageProvider):
     def nominal_size(cls, generation: dict) -> tuple[int, int]:
         """About 1024*1024 pixels a K of `image_size` (1K unset) at `aspect_ratio`."""
         across, down = map(int, generation["aspect_ratio"].split(":"))
-        side = 1024 * int(generation.get("image_size", "1K")[0])
-        return sized(side * side, across / down)
+        return sized(generation.get("image_size", "1K"), across / down)
 
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
         import httpx2

@@ -29,8 +29,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 ASPECT = 16 / 9  # the release's input images'
 
 
-def sized(pixels: float, aspect: float = ASPECT) -> tuple[int, int]:
-    """(width, height) of `pixels` at `aspect`."""
+def sized(k: str, aspect: float = ASPECT) -> tuple[int, int]:
+    """(width, height) of a `1K`, `2K`, `4K` size: about (1024 K)^2 pixels at `aspect`."""
+    pixels = (1024 * int(k.removesuffix("K"))) ** 2
     return round((pixels * aspect) ** 0.5), round((pixels / aspect) ** 0.5)
 
 

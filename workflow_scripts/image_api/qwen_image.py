@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import DASHSCOPE_REFUSALS, ServiceError, dashscope_client
+from workflow_scripts.common.http import ServiceError, dashscope_client, dashscope_refusal
 from workflow_scripts.image_api.provider import ATTEMPTS, ImageProvider, Refused, Retry, Setting
 from workflow_scripts.video_api.provider import data_uri
 
@@ -93,7 +93,7 @@ class Provider(ImageProvider):
             raise Retry.unanswered(error.__cause__ or error) from None
         except errors.APIStatusError as error:
             status, code, message = error.status_code, error.code, error.message
-            if status == 400 and any(word in (code or "") for word in DASHSCOPE_REFUSALS):
+            if status == 400 and dashscope_refusal(code):
                 raise Refused(f"{message} ({code})") from None
             raise self.error_for(status, message, error.headers, code) from None
         choices = (answer.json().get("output") or {}).get("choices") or [{}]

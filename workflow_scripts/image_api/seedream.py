@@ -37,8 +37,7 @@ class Provider(ImageProvider):
     def nominal_size(cls, generation: dict) -> tuple[int, int] | None:
         """A preset: 2048*2048 (4096*4096) pixels at the input's aspect, the release's 16:9."""
         if generation["size"] in PRESETS:
-            side = 1024 * int(generation["size"][0])
-            return sized(side * side)
+            return sized(generation["size"])
         return super().nominal_size(generation)
 
     @classmethod

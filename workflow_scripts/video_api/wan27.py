@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.common.http import DASHSCOPE_REFUSALS, dashscope_client
+from workflow_scripts.common.http import dashscope_client, dashscope_refusal
 from workflow_scripts.video_api.provider import (
     Outcome,
     Refused,
@@ -44,7 +44,7 @@ GONE = {  # statuses of a task that will never have a video: handled as an expir
 
 def reason(code: str | None, message: str | None) -> str:
     """`refused: ...` or `failed: ...`, with the service's message and code."""
-    kind = "refused" if any(word in (code or "") for word in DASHSCOPE_REFUSALS) else "failed"
+    kind = "refused" if dashscope_refusal(code) else "failed"
     return f"{kind}: {message or 'no reason given'} ({code or 'no code'})"
 
 
