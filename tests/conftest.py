@@ -38,6 +38,7 @@ LONGEST_FIRST = [
     "tests/video_api/test_study.py",
     "tests/study/test_study_workflow.py",
     "tests/video_api/test_providers.py",
+    "tests/workflow/test_install.py",
     "tests/models/test_generate.py",
     "tests/aggregate/test_reliability_workflow.py",
     "tests/judge/test_judge_pacing.py",

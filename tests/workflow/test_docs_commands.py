@@ -31,6 +31,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Not run here, with the reason.
 NOT_RUN = {
     "python -m pytest": "the whole test suite, this test included",
+    "python -m venv .venv": "the install's environment (tests/workflow/test_install.py makes one)",
     "python -m http.server -d results": "serves a finished run's folder until stopped",
     "snakemake --cores 8 --config 'benchmark={root: VGI-Bench/bench_data, taxonomy: "
     "VGI-Bench/task_names.yaml}'": "needs the downloaded release (VGI-Bench/); "
@@ -72,7 +73,7 @@ REDIRECT = {">", ">>", "<", "2>", "&>"}
 INLINE = re.compile(r"`((?:snakemake|python -m) [^`]+)`")
 # What a copy of the checkout leaves out: version control, caches, outputs of earlier runs.
 LEFT_OUT = shutil.ignore_patterns(
-    *(".git", ".snakemake", "results*", "__pycache__", ".*_cache", "build", "*.egg-info"),
+    *(".git", ".venv", ".snakemake", "results*", "__pycache__", ".*_cache", "build", "*.egg-info"),
     *("*.svg", "*.zip"),
 )
 HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)")
