@@ -40,6 +40,12 @@ NOT_RUN = {
 # Run as written on the bare example; each must stop with the message naming what it lacks.
 NEEDS = {
     "snakemake --report report.zip": "marked for report but does not exist",
+    "snakemake plan --cores 1 --configfile config/paper.yaml": (
+        "benchmark: root is not a folder (data/VGI-Bench/bench_data)"
+    ),
+    "snakemake --profile slurm --configfile config/paper.yaml": (
+        "benchmark: root is not a folder (data/VGI-Bench/bench_data)"
+    ),
     "snakemake --cores 2 judge_reliability": "judge_reliability needs human preferences",
     "snakemake --cores 8 --resources judge_api=2 --configfile config/published.yaml": (
         "videos folder not found (data/VGI-Bench/eval_res/video_model_res/seedance2_0)"
