@@ -2,8 +2,9 @@
 
 Snakemake reads a nested `--config` value such as `judge='{enabled: true}'` with YAML's
 base loader, which leaves every scalar a string (`'true'`, `'1'`). `check` reads such a
-string as YAML where the schema wants another type and the YAML value fits, then reports
-the first remaining problem in a few lines naming the key, instead of the whole schema.
+string as YAML where the schema wants another type and the YAML value fits (a mapping's
+values by its `additionalProperties`: `prices={gpu_hour: {h100: 2.5}}`), then reports the
+first remaining problem in a few lines naming the key, instead of the whole schema.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ def _typed(value, schema: dict):
         wanted = not _fits(value, schema) or (parsed is None and not value.isspace())
         return parsed if wanted and not isinstance(parsed, str) and _fits(parsed, schema) else value
     if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        return {key: _typed(item, properties.get(key, {})) for key, item in value.items()}
+        properties, other = schema.get("properties", {}), schema.get("additionalProperties")
+        other = other if isinstance(other, dict) and "$ref" not in other else {}
+        return {key: _typed(item, properties.get(key, other)) for key, item in value.items()}
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [_typed(item, schema["items"]) for item in value]
     return value
