@@ -138,3 +138,22 @@ def test_prices_by_type_can_be_given_on_the_command_line(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
     printed = (tmp_path / "results/logs/plan.log").read_text()
     assert "GPU-hours of models without resources.gpu_type not priced" in printed
+
+
+def test_api_models_and_vlms_without_a_price_are_named(tmp_path, registry):
+    runs = {
+        "veo31": {"kind": "api", "entry": registry["veo31"]},
+        "nano_banana_pro": {"kind": "api", "output": "image", "entry": registry["nano_banana_pro"]},
+    }
+    runs = {key: {"model": key, "instances": INSTANCES, "main": True, **run}
+            for key, run in runs.items()}  # fmt: skip
+    study = Study.from_dict({"outdir": str(tmp_path), "runs": runs,
+                             "judges": {"main": {"model": "vlm-x", "protocol": {}}}})  # fmt: skip
+    assert unpriced(study, {}) == [
+        "videos of veo31 not priced (prices.video_seconds)",
+        "images of nano_banana_pro not priced (prices.images)",
+        "tokens of vlm-x not priced (prices.tokens)",
+    ]
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+    config["prices"]["tokens"]["vlm-x"] = {"input": 1.0, "output": 1.0}
+    assert unpriced(study, config["prices"]) == []
