@@ -32,6 +32,7 @@ def study_description():
             "instances": ROWS[condition]["task"].to_dict(),
             **clip,
             "runtime_min": spec.resources.get("runtime"),
+            "gpu_type": spec.resources.get("gpu_type"),
             "sample": next(iter(STUDY.videos.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }
@@ -53,6 +54,7 @@ def study_description():
             "width": width,
             "height": height,
             "runtime_min": spec.resources.get("runtime"),
+            "gpu_type": spec.resources.get("gpu_type"),
             "sample": next(iter(STUDY.images.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }

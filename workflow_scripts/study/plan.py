@@ -4,7 +4,8 @@ For each run key: videos made and left; GPU-hours left at the measured seconds p
 of the run's videos already made (`generation.json`), else of the model's other runs,
 else the registry's `resources.runtime` (minutes on an H20, bench/runtimes.py); the VLM
 calls and tokens left for every stage whose document is missing (`documents.Study.stages`);
-their price at `prices`; the disk the run takes once finished.
+their price at `prices` (what it does not price is named below the table); the disk the
+run takes once finished.
 
 Calls per video: measured (calls and cache hits per document of that run and stage) where
 documents exist, else derived from the judge protocol at the clip's length and rate
@@ -37,7 +38,7 @@ from workflow_scripts.judge.frames import samples
 from workflow_scripts.judge.protocol import windows
 from workflow_scripts.judge.settings import Protocol
 from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
-from workflow_scripts.study.prices import token_cost, total, video_price
+from workflow_scripts.study.prices import token_cost, total, unpriced, video_price
 from workflow_scripts.study.tally import Tally, run_tallies
 
 COLUMNS = ["model", "videos_done", "videos_left", "gpu_hours_left", "calls_left",
@@ -257,6 +258,8 @@ def plan_job(smk) -> None:
         + table.to_string(index=False, na_rep="")
         + "\n"
     )
+    if missing := unpriced(study, smk.params.prices):
+        text += "\ncost_left and its total leave out:\n" + "".join(f"  {m}\n" for m in missing)
     print(text, flush=True)
     Path(smk.log[0]).parent.mkdir(parents=True, exist_ok=True)
     Path(smk.log[0]).write_text(text, encoding="utf-8")
