@@ -59,7 +59,10 @@ def test_no_time_left_before_the_first_video(pages):
 
 def test_the_judge_off_is_said_once_with_why(pages):
     for page in (pages["first"], pages["last"]):
-        notice = "Judge off: $GEMINI_API_KEY is not set, so this run judges and labels no video."
+        notice = (
+            "Judge off: $GEMINI_API_KEY is not set, so this run judges and labels no video; "
+            "the VLM estimates are what judging would take."
+        )
         assert page.count("Judge off") == 1 and notice in page
         assert page.count('<span class="note">judge off</span>') == 4  # judged, labelled x 2
         assert 'data-column="judged"' not in page and 'data-column="labelled"' not in page

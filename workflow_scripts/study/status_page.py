@@ -103,7 +103,8 @@ def generation_left(models: pd.DataFrame) -> str:
 def state_lines(table: pd.DataFrame, models: pd.DataFrame, written: str,
                 judge_off: str | None, ended: str | None) -> list[str]:  # fmt: skip
     """The run's state: ended (`ended`: the line saying so) or running, and the time
-    left; then the judge off (`judge_off`: why), once."""
+    left; then the judge off (`judge_off`: why; the plan's VLM calls then are what judging
+    would take), once."""
     spend = "Beside each spend so far, the plan's estimate for the whole study (spent + left)."
     if ended:
         lines = [f'<p id="ended">{html.escape(ended)}</p>', f"<p>Written {written}. {spend}</p>"]
@@ -113,8 +114,10 @@ def state_lines(table: pd.DataFrame, models: pd.DataFrame, written: str,
         lines = [f"<p>Written {written}; reloads every 30 s. Running now: {running} job(s). "
                  f"Generation left: {left}. {spend}</p>"]  # fmt: skip
     if judge_off:
+        calls = models.iloc[-1]["plan_calls"]
+        planned = "; the VLM estimates are what judging would take" if calls else ""
         lines.append(f'<p id="judge-off">Judge off: {html.escape(judge_off)}, so this run '
-                     "judges and labels no video.</p>")  # fmt: skip
+                     f"judges and labels no video{planned}.</p>")  # fmt: skip
     return lines
 
 
