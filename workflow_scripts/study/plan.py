@@ -121,13 +121,20 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def seconds_per_video(study: Study, run, tallies: Mapping[str, Tally]) -> float:
-    """Measured seconds per video of the run, else of the model's runs, else the registry's."""
+def measured_seconds(study: Study, run, tallies: Mapping[str, Tally]) -> float | None:
+    """Mean measured seconds per video of the run, else of the model's runs; None before
+    any of them is made."""
     for runs in ([run], [r for r in study.runs.values() if r.model == run.model]):
         measured = [tallies[r.key] for r in runs]
         if count := sum(t.measured for t in measured):
             return sum(t.seconds for t in measured) / count
-    return 60.0 * (run.runtime_min or 60)
+    return None
+
+
+def seconds_per_video(study: Study, run, tallies: Mapping[str, Tally]) -> float:
+    """Measured seconds per video (`measured_seconds`), else the registry's runtime."""
+    measured = measured_seconds(study, run, tallies)
+    return 60.0 * (run.runtime_min or 60) if measured is None else measured
 
 
 def per_call(study: Study, tallies: Mapping[str, Tally]) -> dict:
