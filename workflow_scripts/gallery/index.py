@@ -66,7 +66,7 @@ class Verdict(NamedTuple):
 
 
 def image_verdict(run: ImageRun, unjudged: str) -> Verdict:
-    """What the index says of an image: success or not, with the judge's two reasons (no
+    """What the index says of an image: success or not, with the judge's reasoning (no
     score: `unjudged`)."""
     score = run.score()
     if score is None:
@@ -74,8 +74,7 @@ def image_verdict(run: ImageRun, unjudged: str) -> Verdict:
     if score["status"] != "ok":
         text = f"error: {score.get('reason', 'unknown')}"
         return Verdict("error", "judge " + text, text, None)
-    criteria = ("task_correctness", "background_preservation")
-    reasons = "; ".join(f"{name}: {score[name]['reason']}" for name in criteria)
+    reasons = score["reasoning"]
     if score["success"]:
         return Verdict("solved", "success", reasons, 1.0)
     return Verdict("failed", "no success", reasons, 0.0)
