@@ -35,6 +35,7 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
+from workflow_scripts.common.redact import redact
 from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
 from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
 from workflow_scripts.study.plan import learn, plan_row, seconds_per_video
@@ -189,7 +190,7 @@ def last_line(paths: list[str]) -> str:
         except OSError:
             continue
         if text := [line.strip() for line in lines if line.strip()]:
-            return text[-1][:400]
+            return redact(text[-1])[:400]
     return "no log; see Snakemake's output"
 
 
@@ -201,7 +202,8 @@ class StatusWriter(logging.Handler):
     def __init__(self, study: Study, prices: dict, rerun: str, say: Callable[[str], None],
                  every: float = 5.0, say_every: float = 60.0):  # fmt: skip
         super().__init__(logging.INFO)
-        self.study, self.prices, self.rerun, self.say = study, prices, rerun, say
+        # the rerun command repeats this run's --config: an endpoint's credentials go
+        self.study, self.prices, self.rerun, self.say = study, prices, redact(rerun), say
         self.every, self.say_every = every, say_every
         self.docs = Documents()
         self.instances = task_instances(study)
@@ -276,6 +278,7 @@ class StatusWriter(logging.Handler):
             jobs = list(self.jobs.values())
             table, models, errors = progress(self.study, counts, jobs, self.rerun, self.prices,
                                              self.ledger)  # fmt: skip
+            errors = errors.map(lambda v: redact(v) if isinstance(v, str) else v)
             out = Path(self.study.outdir)
             write_text(out / "status.csv", table.to_csv(index=False))
             write_text(out / "status_errors.csv", errors.to_csv(index=False))
