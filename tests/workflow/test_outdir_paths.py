@@ -138,6 +138,23 @@ def test_a_credential_in_the_judge_endpoint_never_reaches_the_status_files(tmp_p
     errors = pd.read_csv(out / "status_errors.csv")
     assert len(errors) >= 1 and "--config" in errors["rerun"].iloc[0]
     written = (out / "status_errors.csv").read_text() + (out / "status.html").read_text()
+    written += "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     for secret in ("hunter2", "vlmuser", "SECRETKEY", "SIGVALUE"):
         assert secret not in written, secret
     assert "http://***@127.0.0.1:9/v1?key=***&sig=***&model=m" in errors["rerun"].iloc[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("https://u:p@h.example/v1", "https://***@h.example/v1"),
+        ("http://token@h:8/x?api_key=A1&model=m", "http://***@h:8/x?api_key=***&model=m"),
+        ("h/x?X-Amz-Signature=ab&X-Amz-Date=1", "h/x?X-Amz-Signature=***&X-Amz-Date=1"),
+        ("u?access_token=t&sig=s;key=k", "u?access_token=***&sig=***;key=***"),
+        ("http://127.0.0.1:8080/v1 --cores 2", "http://127.0.0.1:8080/v1 --cores 2"),
+    ],
+)
+def test_redaction_of_urls(text, expected):
+    from workflow_scripts.common.redact import redact
+
+    assert redact(text) == expected
