@@ -13,7 +13,7 @@ CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s?#'\"]+
 # access_token=, sig=, signature=, X-Amz-Signature=, secret=, password=, ...
 KEY_PARAMETER = re.compile(
     r"(?P<name>[?&;][A-Za-z0-9_.-]*?(?:key|token|sig|signature|secret|password|passwd|"
-    r"credential|auth)[A-Za-z0-9_.-]*=)[^&#\s'\"]+",
+    r"credential|auth)[A-Za-z0-9_.-]*=)[^&#;\s'\"]+",
     re.IGNORECASE,
 )
 
