@@ -178,18 +178,23 @@ def _odd_entries(folder: Path, kind: str = "input image") -> list[Problem]:
     for path in sorted(folder.iterdir()):
         if path.name.startswith(".") or path.suffix.lower() not in IMAGE_SUFFIXES:
             continue
-        if path.is_file():
-            continue
-        if path.is_symlink() and not path.exists():
-            what = f"a symbolic link to {os.readlink(path)}, which does not exist"
-        elif path.is_dir():
-            what = "a folder, not an image file"
-        elif stat.S_ISFIFO(path.stat().st_mode):
-            what = "a FIFO (named pipe), not an image file"
-        else:
-            what = "not a regular file (a socket or a device)"
-        found.append((f"{kind} is {what}", path))
+        if what := odd_entry(path):
+            found.append((f"{kind} is {what}", path))
     return found
+
+
+def odd_entry(path: Path) -> str | None:
+    """What `path` is where it is there but not a regular file (None: a regular file, or
+    nothing at all)."""
+    if path.is_file() or not (path.exists() or path.is_symlink()):
+        return None
+    if path.is_symlink() and not path.exists():
+        return f"a symbolic link to {os.readlink(path)}, which does not exist"
+    if path.is_dir():
+        return "a folder, not an image file"
+    if stat.S_ISFIFO(path.stat().st_mode):
+        return "a FIFO (named pipe), not an image file"
+    return "not a regular file (a socket or a device)"
 
 
 def _find_instances(
