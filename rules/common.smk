@@ -18,6 +18,7 @@ from workflow_scripts.benchmark.paper import paper_rows
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
 from workflow_scripts.common.files import OutdirFileError
+from workflow_scripts.common.outdir import OutdirLock, OutdirLockError
 from workflow_scripts.common.keys import missing_key_error
 from workflow_scripts.common.layout import (
     DEFAULT_CONDITION,
@@ -425,6 +426,29 @@ def check_weights():
     if problems:
         lines = [f"  - {problem}" for problem in problems]
         raise WorkflowError("\n".join(["Nothing was run:", *lines]))
+
+
+OUTDIR_LOCK = OutdirLock(OUT)
+
+
+def lock_outdir():
+    """At the start of a run (main process): hold the outdir's lock against a run in
+    another working directory (common.outdir), else an error naming that run."""
+    if not workflow.is_main_process:
+        return
+    try:
+        if not OUTDIR_LOCK.acquire():
+            logger.info(
+                f"{OUT} is held by another run in this working directory: Snakemake's "
+                "lock keeps their outputs apart."
+            )
+    except OutdirLockError as err:
+        raise WorkflowError(str(err)) from None
+
+
+def unlock_outdir():
+    """At the end of a run: the outdir's lock goes."""
+    OUTDIR_LOCK.release()
 
 
 def note_narrower_run():

@@ -12,9 +12,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 import torch
-from PIL import Image
 
 from vgi_models.hooks import CheckpointRecorder
+from vgi_models.input_image import load_rgb
 from vgi_models.registry import ModelSpec
 from vgi_models.resume import Trajectory
 from vgi_models.runtime import place
@@ -62,7 +62,7 @@ def generate(
     seconds["load"] = time.perf_counter() - t0
 
     generator = torch.Generator("cpu").manual_seed(gen["seed"])
-    call = {"image": Image.open(image).convert("RGB"), "prompt": prompt, "generator": generator}
+    call = {"image": load_rgb(image), "prompt": prompt, "generator": generator}
     versions = package_versions(PACKAGES)
     trajectory = contextlib.nullcontext()
     if state_dir is not None:

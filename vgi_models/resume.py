@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from vgi_models.hooks import Checkpoint, CheckpointRecorder
-from vgi_models.state import remove_state, write_atomic
+from vgi_models.state import disk_space, remove_state, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,8 @@ class Trajectory:
             "outputs": self.outputs,
             "attempts": [*self.attempts, self._attempt()],
         }
-        write_atomic(self.path, lambda out: torch.save(state, out))
+        with disk_space(self.path, "the resume state"):
+            write_atomic(self.path, lambda out: torch.save(state, out))
         self.written = (latest["stage"], latest["step"])
         where = f"step {latest['step']} of {latest['steps']}{self._stage_name()}"
         log.info("saved the state at %s%s", where, f" on {why}" if why else "")

@@ -11,6 +11,7 @@ of the outdir's files (`workflow_scripts.common.files` writes text and JSON thro
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -52,6 +53,52 @@ def write_atomic(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+class DiskFullError(OSError):
+    """No space left to write a file: says so with the path, never a torch internals error."""
+
+    def __init__(self, path: str | Path, what: str) -> None:
+        super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        self.what = what
+
+    def __str__(self) -> str:
+        free = ""
+        with contextlib.suppress(OSError):
+            stat = os.statvfs(Path(self.filename).parent)
+            free = f" ({stat.f_bavail * stat.f_frsize / 2**20:.1f} MiB free there)"
+        return (
+            f"No space left on device to save {self.what} {self.filename}{free}: free space "
+            "on that disk, then run the job again (it resumes from its last saved state)."
+        )
+
+
+def _disk_full(error: BaseException | None) -> bool:
+    """Whether `error` (or one it arose from) is a full disk: ENOSPC or EDQUOT, or torch's
+    zip writer failing mid-file (`inline_container`), as it does on a full disk."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        text = str(error)
+        if isinstance(error, RuntimeError) and (
+            "inline_container" in text or "No space left" in text
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+@contextlib.contextmanager
+def disk_space(path: str | Path, what: str):
+    """A write to `path` that fails for a full disk raises `DiskFullError` naming it."""
+    try:
+        yield
+    except (OSError, RuntimeError) as err:
+        if isinstance(err, DiskFullError) or not _disk_full(err):
+            raise
+        raise DiskFullError(path, what) from err
 
 
 def remove_state(path: str | Path) -> None:

@@ -219,7 +219,7 @@ def test_the_image_check_cache_is_a_miss_and_written_again(tmp_path, caplog, con
     with caplog.at_level(logging.WARNING), ImageCheck(cache) as check:
         width, height = check.size(image)
     assert f"{cache} {problem}" in caplog.text and "checked again" in caplog.text
-    assert list(json.loads(cache.read_text()).values())[0][2:] == [width, height]
+    assert list(json.loads(cache.read_text()).values())[0][2:] == [width, height, ""]  # no refusal
 
 
 @pytest.mark.parametrize("content, problem", BROKEN_JSON)

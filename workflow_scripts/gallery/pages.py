@@ -21,6 +21,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from vgi_models.input_image import to_rgb
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.gallery.index import index_page
 from workflow_scripts.gallery.markup import html_page, score_text, unjudged_text, url
@@ -121,7 +122,7 @@ def thumbnail(image: Path, path: Path, width: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with Image.open(image) as source:
         height = round(width * source.height / source.width)
-        small = source.convert("RGB").resize((width, height), Image.LANCZOS)
+        small = to_rgb(source).resize((width, height), Image.LANCZOS)
         small.save(path, **(JPEG if path.suffix == ".jpg" else {}))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from workflow_scripts.common import layout
 from workflow_scripts.common.files import read_json
+from workflow_scripts.common.redact import redact
 
 
 def _statuses(paths: Iterable[str]) -> dict[str, dict]:
@@ -39,7 +40,7 @@ def judge_errors_line(
         return None
     found = {"score": _statuses(scores), "transitions": _statuses(labels)}
     errors = [
-        (kind, path, doc["reason"])
+        (kind, path, redact(doc["reason"]) if isinstance(doc["reason"], str) else doc["reason"])
         for kind, docs in found.items()
         for path, doc in docs.items()
         if doc["status"] == "error"
@@ -70,5 +71,5 @@ def service_failure_line(logs: str | Path, since: float) -> str | None:
             text = log.read_text(encoding="utf-8", errors="replace")
             for line in text.splitlines():
                 if line.startswith(FAILURE):
-                    return f"{line} (log: {log})"
+                    return f"{redact(line)} (log: {log})"
     return None

@@ -39,6 +39,7 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
+from workflow_scripts.common.redact import redact
 from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
 from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
 from workflow_scripts.study.plan import learn, measured_seconds, plan_row
@@ -207,7 +208,7 @@ def last_line(paths: list[str]) -> str:
         except OSError:
             continue
         if text := [line.strip() for line in lines if line.strip()]:
-            return text[-1][:400]
+            return redact(text[-1])[:400]
     return "no log; see Snakemake's output"
 
 
@@ -231,7 +232,8 @@ class StatusWriter(logging.Handler):
                  every: float = 5.0, say_every: float = 60.0,
                  judge_off: str | None = None):  # fmt: skip
         super().__init__(logging.INFO)
-        self.study, self.prices, self.rerun, self.say = study, prices, rerun, say
+        # the rerun command repeats this run's --config: an endpoint's credentials go
+        self.study, self.prices, self.rerun, self.say = study, prices, redact(rerun), say
         self.every, self.say_every, self.judge_off = every, say_every, judge_off
         self.lanes: dict[str, int] = {}  # the most generate jobs seen at once, by run key
         self.docs = Documents()
@@ -310,6 +312,7 @@ class StatusWriter(logging.Handler):
                                              self.ledger, self.lanes)  # fmt: skip
             self.lanes = {row.model: max(self.lanes.get(row.model, 0), row.making)
                           for row in models.itertuples()}  # fmt: skip
+            errors = errors.map(lambda v: redact(v) if isinstance(v, str) else v)
             out = Path(self.study.outdir)
             write_text(out / "status.csv", table.to_csv(index=False))
             write_text(out / "status_errors.csv", errors.to_csv(index=False))
