@@ -18,7 +18,7 @@ from vgi_models.hooks import CheckpointRecorder
 from vgi_models.registry import ModelSpec
 from vgi_models.resume import Trajectory
 from vgi_models.runtime import place
-from vgi_models.state import state_key
+from vgi_models.state import state_key, write_atomic
 from vgi_models.video import checkpoint_name, write_video
 
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "peft")
@@ -127,7 +127,8 @@ def generate(
         if resumable:  # each attempt: its first step, seconds, steps computed
             meta["resumed_from_step"] = resumable.resumed_from_step
             meta["attempts"] = resumable.record()
-        (out_dir / "generation.json").write_text(json.dumps(meta, indent=2) + "\n")
+        text = json.dumps(meta, indent=2) + "\n"
+        write_atomic(out_dir / "generation.json", lambda out: out.write(text.encode()))
         if resumable:
             resumable.finish()
     return meta

@@ -11,8 +11,8 @@ Wan2.2's active expert follows from the step's timestep, so the step index carri
 
 The snapshot is written every `save_every` steps and at once on SIGTERM (SLURM's signal before
 a preemption or a time-limit kill: the job then exits) or on `WARNING_SIGNAL` (which the SLURM
-profile asks for before the time limit: the job goes on). A write is atomic: a temporary file
-in the same folder, then a rename. The file is named by a digest of everything that decides
+profile asks for before the time limit: the job goes on). A write is atomic
+(`vgi_models.state.atomic_path`). The file is named by a digest of everything that decides
 the video, so a changed setting never resumes it.
 
 A resumed attempt runs the same pipeline code: a finished stage returns its saved output; in
@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from vgi_models.hooks import Checkpoint, CheckpointRecorder
-from vgi_models.state import remove_state, write_atomic
+from vgi_models.state import TEMPORARY, remove_state, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,9 @@ class Trajectory:
         for other in self.path.parent.iterdir():
             if other != self.path:
                 why = (
-                    "an unfinished write" if other.suffix == ".tmp" else "saved for other settings"
+                    "an unfinished write"
+                    if TEMPORARY in other.suffixes
+                    else "saved for other settings"
                 )
                 log.warning("ignoring %s (%s); removed", other, why)
                 other.unlink()
