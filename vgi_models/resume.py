@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import io
 import logging
 import signal
 import time
@@ -127,7 +128,11 @@ class Trajectory:
         return {"from_step": self.from_step, "seconds": seconds, "steps_computed": self.computed}
 
     def _load(self) -> dict | None:
-        """The state for this key, or None (and a log line) when there is none usable."""
+        """The state for this key, or None (and a log line) when there is none usable: it is
+        discarded only when it is another job's (other settings, an unfinished write) or
+        provably not a state (read whole, it does not unpickle: damaged, foreign). A read that
+        fails (`OSError`: EIO, permissions, a stale mount) may succeed on a rerun: it stops the
+        job and the state stays."""
         for other in self.path.parent.iterdir():
             if other != self.path:
                 why = (
@@ -140,10 +145,15 @@ class Trajectory:
         if not self.path.exists():
             return None
         try:
-            state = torch.load(self.path, weights_only=True)
+            data = self.path.read_bytes()
+        except OSError:
+            log.error("cannot read %s; it is kept for the next attempt", self.path)
+            raise
+        try:  # in memory: whatever fails now is the bytes', not the disk's
+            state = torch.load(io.BytesIO(data), weights_only=True)
             if state["format"] != FORMAT or state["key"] != self.key:
                 raise ValueError("not this job's state")
-        except Exception as error:  # a truncated or foreign file: start again
+        except Exception as error:  # a damaged or foreign file: start again
             log.warning("ignoring %s (%s); starting from step 0", self.path, error)
             self.path.unlink()
             return None
