@@ -38,6 +38,11 @@ def write_text(path: str | Path, text: str) -> None:
     write_atomic(path, lambda out: out.write(text.encode("utf-8")))
 
 
+def write_image(path: str | Path, image, **options) -> None:
+    """Save PIL `image` atomically (see the module), in the format of `path`'s suffix."""
+    write_atomic(path, lambda out: image.save(out, **options))
+
+
 def _text(path: Path, fix: str) -> str:
     try:
         text = path.read_text(encoding="utf-8")
