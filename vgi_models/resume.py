@@ -137,7 +137,7 @@ class Trajectory:
             if other != self.path:
                 why = (
                     "an unfinished write"
-                    if TEMPORARY in other.suffixes
+                    if other.suffix == TEMPORARY
                     else "saved for other settings"
                 )
                 log.warning("ignoring %s (%s); removed", other, why)

@@ -35,22 +35,22 @@ def _umask() -> int:
 
 # Files get the mode a plain open() would give them (mkstemp's is 0600).
 FILE_MODE = 0o666 & ~_umask()
-# Marks a write not yet renamed into place: `.<stem>.<random>.tmp<suffix>`.
+# Ends the name of a write not yet renamed into place, `.<stem>.<random>.tmp`, so that no
+# reader's pattern (`*.json`) takes one a crash left for a finished file.
 TEMPORARY = ".tmp"
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """A temporary file beside `path`, with its suffix (encoders read the format from it), for
-    the block to write by name. On leaving the block it is synced, given the mode a plain open()
-    would give it (the umask's), renamed to `path`, and the folder is synced so the rename
-    survives a power cut too; on an error it is removed. A crash never leaves a half-written
-    file at `path`."""
+def atomic_path(path: str | Path, keep_suffix: bool = False) -> Iterator[Path]:
+    """A temporary file beside `path` for the block to write by name (`keep_suffix`: its name
+    ends with `path`'s suffix too, for an encoder that reads the container from it). On leaving
+    the block it is synced, given the mode a plain open() would give it (the umask's), renamed
+    to `path`, and the folder is synced so that the rename survives a power cut too; on an
+    error it is removed. A crash never leaves a half-written file at `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.stem}.", suffix=f"{TEMPORARY}{path.suffix}"
-    )
+    suffix = TEMPORARY + (path.suffix if keep_suffix else "")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=suffix)
     os.close(fd)
     temporary = Path(name)
     try:

@@ -16,7 +16,7 @@ def write_video(frames: np.ndarray, path: Path | str, fps: int, audio=None) -> N
     diffusers' PyAV encoder; silent videos go through imageio's ffmpeg at high quality. The
     encoder writes a temporary file that is renamed to `path` when complete (`atomic_path`).
     """
-    with atomic_path(path) as temporary:
+    with atomic_path(path, keep_suffix=True) as temporary:
         _encode(frames, temporary, fps, audio)
 
 

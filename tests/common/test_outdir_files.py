@@ -264,7 +264,8 @@ def test_every_write_is_atomic_synced_and_takes_the_umasks_mode(tmp_path):
 
 
 def test_a_write_syncs_the_file_then_its_folder_after_the_rename(tmp_path, monkeypatch):
-    """The rename is durable too (the ledger is the only trace of a paid submission)."""
+    """The rename is durable too (the ledger is the only trace of a paid submission); the
+    temporary name ends `.tmp`, so that a reader's `*.pt` or `*.json` never takes a leftover."""
     synced, fsync = [], os.fsync
 
     def recording(fd):
@@ -274,7 +275,7 @@ def test_a_write_syncs_the_file_then_its_folder_after_the_rename(tmp_path, monke
     monkeypatch.setattr(os, "fsync", recording)
     write_atomic(tmp_path / "state.pt", lambda out: out.write(b"state"))
     (file, renamed_before), (folder, renamed) = synced
-    assert file.name.startswith(".state.") and not renamed_before
+    assert file.name.startswith(".state.") and file.suffix == ".tmp" and not renamed_before
     assert folder == tmp_path.resolve() and renamed
 
 

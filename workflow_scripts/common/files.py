@@ -40,7 +40,10 @@ def write_text(path: str | Path, text: str) -> None:
 
 def write_image(path: str | Path, image, **options) -> None:
     """Save PIL `image` atomically (see the module), in the format of `path`'s suffix."""
-    write_atomic(path, lambda out: image.save(out, **options))
+    from PIL import Image
+
+    kind = Image.registered_extensions()[Path(path).suffix.lower()]
+    write_atomic(path, lambda out: image.save(out, format=kind, **options))
 
 
 def _text(path: Path, fix: str) -> str:
