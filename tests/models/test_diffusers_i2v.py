@@ -147,6 +147,8 @@ def test_cogvideox_1_5_whose_latents_are_padded_is_refused(registry, saved_cogvi
         ("HunyuanVideoImageToVideoPipeline", {}, "drops the image's frame"),
         ("SkyReelsV2DiffusionForcingImageToVideoPipeline", {}, "(diffusion forcing)"),
         ("LTXConditionPipeline", {}, "drops the conditioning latents"),
+        ("HunyuanVideoFramepackPipeline", {}, "joins the sections into its output"),
+        ("HeliosPipeline", {}, "joins the sections into its output"),
         ("StableVideoDiffusionPipeline", {}, "its call takes no prompt"),
         ("CogVideoXImageToVideoPipeline", {"call_names": {"fps": "frame_rate"}},
          "generation.fps has no call keyword 'frame_rate'"),

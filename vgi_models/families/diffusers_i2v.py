@@ -45,6 +45,11 @@ REFUSED = {
     "as one more frame, which its output drops",
     "SkyReelsV2DiffusionForcingImageToVideoPipeline": "it steps each latent frame with its own "
     "copy of the scheduler at its own timestep (diffusion forcing), so no step is the video's",
+    **dict.fromkeys(
+        ("HunyuanVideoFramepackPipeline", "HeliosPipeline", "HeliosPyramidPipeline"),
+        "it denoises the video in sections, each a loop of its own, and after them joins the "
+        "sections into its output, so no step's state is the video's",
+    ),
 }
 # pipeline -> (the config, `pipeline` or `transformer`, and its setting; why a model that sets
 # it is refused)
