@@ -25,7 +25,7 @@ import pandas as pd
 from workflow_scripts.aggregate import plots
 from workflow_scripts.aggregate.tables import RESAMPLES, SEED
 from workflow_scripts.benchmark.paper import TABLE4, read_paper_table
-from workflow_scripts.common.files import OutdirFileError, read_json
+from workflow_scripts.common.files import OutdirFileError, read_json, write_text
 from workflow_scripts.common.layout import stage_fix
 from workflow_scripts.common.logs import job_log
 
@@ -142,7 +142,7 @@ def image_tables_job(smk) -> None:
         rows = smk.params.paper_rows
         paper = read_paper_table(smk.params.paper_table, TABLE4) if rows else None
         compared = image_vs_paper(results, rows, paper)
-        success.to_csv(smk.output.success, index=False)
-        compared.to_csv(smk.output.vs_paper, index=False)
+        write_text(smk.output.success, success.to_csv(index=False))
+        write_text(smk.output.vs_paper, compared.to_csv(index=False))
         plots.image_bars(success, compared, smk.output.plot)
         print(success.to_string(index=False))

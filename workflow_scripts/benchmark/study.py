@@ -23,6 +23,7 @@ from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
 from workflow_scripts.benchmark.made_elsewhere import find_outputs
 from workflow_scripts.benchmark.paper import TABLE4, paper_row_problems
+from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.common.outdir import outdir_problems
@@ -241,5 +242,5 @@ def select_instances_job(smk) -> None:
     table["subset"] = smk.params.subset
     table["subset_seed"] = smk.params.seed
     with job_log(smk):
-        table.to_csv(smk.output[0], index=False)
+        write_text(smk.output[0], table.to_csv(index=False))
         print(f"{len(table)} instances selected ({smk.params.subset}, seed {smk.params.seed})")

@@ -22,6 +22,7 @@ from pathlib import Path
 from PIL import Image
 
 from vgi_models.input_image import to_rgb
+from workflow_scripts.common.files import write_image, write_text
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.gallery.index import index_page
 from workflow_scripts.gallery.markup import html_page, score_text, unjudged_text, url
@@ -119,11 +120,10 @@ def thumbnail(image: Path, path: Path, width: int) -> None:
     newer already."""
     if path.is_file() and path.stat().st_mtime >= image.stat().st_mtime:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
     with Image.open(image) as source:
         height = round(width * source.height / source.width)
         small = to_rgb(source).resize((width, height), Image.LANCZOS)
-        small.save(path, **(JPEG if path.suffix == ".jpg" else {}))
+        write_image(path, small, **(JPEG if path.suffix == ".jpg" else {}))
 
 
 def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict],
@@ -151,11 +151,10 @@ def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict],
     index, pages = folder / "index.html", []
     for (model, task), group in groups.items():
         page = folder / model / f"{task}.html"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(task_page(group, page, tasks, unjudged_text(judge_off)), encoding="utf-8")
+        write_text(page, task_page(group, page, tasks, unjudged_text(judge_off)))
         pages.append(page)
     body = index_page(runs, index, tasks, judge_off)
-    index.write_text(html_page("Gallery", body), encoding="utf-8")
+    write_text(index, html_page("Gallery", body))
     return [index, *pages]
 
 

@@ -4,11 +4,12 @@ of its outputs are errors, and where they are listed."""
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable
 from pathlib import Path
 
 from workflow_scripts.common import layout
-from workflow_scripts.common.files import read_json
+from workflow_scripts.common.files import read_json, write_text
 from workflow_scripts.common.redact import redact
 
 
@@ -53,11 +54,11 @@ def judge_errors_line(
     if not errors:
         listing.unlink(missing_ok=True)
         return summary + "."
-    listing.parent.mkdir(parents=True, exist_ok=True)
-    with open(listing, "w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(["kind", "file", "reason"])
-        writer.writerows(errors)
+    rows = io.StringIO(newline="")
+    writer = csv.writer(rows)
+    writer.writerow(["kind", "file", "reason"])
+    writer.writerows(errors)
+    write_text(listing, rows.getvalue())
     return f"{summary}, listed in {listing}."
 
 

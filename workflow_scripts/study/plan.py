@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, run_folder
 from workflow_scripts.judge.frames import samples
 from workflow_scripts.judge.protocol import windows
@@ -257,8 +258,7 @@ def plan_job(smk) -> None:
     study = Study.from_dict(smk.params.study)
     table = plan_table(study, smk.params.prices)
     path = Path(study.outdir) / "plan.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(path, index=False)
+    write_text(path, table.to_csv(index=False))
     currency = smk.params.prices.get("currency", "")
     text = (
         f"\nThe study's plan ({path}; cost_left in {currency}, empty: not priced):\n\n"
