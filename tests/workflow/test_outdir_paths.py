@@ -105,13 +105,11 @@ def test_a_second_working_directory_on_one_outdir_is_refused_naming_the_first(tm
 
 def test_a_full_disk_while_saving_the_resume_state_says_so_with_the_path(tmp_path, monkeypatch):
     path = tmp_path / "resume" / "state.pt"
-    real_fdopen = os.fdopen
 
-    def full(fd, mode):  # the temporary file's writes go to /dev/full: a real ENOSPC
-        real_fdopen(fd, mode).close()
+    def full(temporary, mode):  # the temporary file's writes go to /dev/full: a real ENOSPC
         return open("/dev/full", mode)  # noqa: SIM115
 
-    monkeypatch.setattr(state.os, "fdopen", full)
+    monkeypatch.setattr(state, "open", full, raising=False)  # the writer's open() only
     big = {"latents": torch.zeros(1_000_000)}
     with pytest.raises(state.DiskFullError) as raised, state.disk_space(path, "the resume state"):
         state.write_atomic(path, lambda out: torch.save(big, out))
