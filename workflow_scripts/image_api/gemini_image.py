@@ -28,6 +28,8 @@ def _name(value) -> str:
 class Provider(ImageProvider):
     """Gemini image generation: ImageConfig's fields, and the request's `seed`."""
 
+    CONSOLE = "https://aistudio.google.com/usage"
+
     SETTINGS = {
         "aspect_ratio": Setting(str, ASPECTS, required=True),
         "image_size": Setting(str, SIZES),

@@ -24,8 +24,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import ServiceError, dashscope_client, dashscope_refusal
-from workflow_scripts.image_api.provider import ATTEMPTS, ImageProvider, Refused, Retry, Setting
+from workflow_scripts.common.http import dashscope_client, dashscope_refusal
+from workflow_scripts.image_api.provider import (
+    ATTEMPTS,
+    ImageProvider,
+    NoImage,
+    Refused,
+    Retry,
+    Setting,
+)
 from workflow_scripts.video_api.provider import data_uri
 
 SERVICE = "/services/aigc/multimodal-generation/generation"
@@ -57,6 +64,8 @@ def size_problem(model_id: str, size: str) -> str | None:
 class Provider(ImageProvider):
     """Qwen-Image on Model Studio: the multimodal-generation service's parameters (one image,
     as a signed link)."""
+
+    CONSOLE = "https://modelstudio.console.alibabacloud.com (Billing, Usage)"
 
     SETTINGS = {
         "size": Setting(str),  # WIDTH*HEIGHT within the model's rule
@@ -100,7 +109,8 @@ class Provider(ImageProvider):
         parts = (choices[0].get("message") or {}).get("content") or []
         links = [part["image"] for part in parts if isinstance(part, dict) and part.get("image")]
         if not links:
-            raise ServiceError("the answer holds no image (output.choices[0].message.content)")
+            reason = "the answer holds no image (output.choices[0].message.content)"
+            raise NoImage(reason, answer.content)
         return self.download(links[0])
 
     def download(self, url: str) -> bytes:
