@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
+from workflow_scripts.common.http import (
+    Answer,
+    ServiceError,
+    answer_of,
+    may_have_been_taken,
+    request_hooks,
+    retry_after,
+)
 from workflow_scripts.common.keys import IMPORT_VIDEOS
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
@@ -57,9 +64,10 @@ class Outcome:
 
 
 class Retry(Exception):
-    """Worth another attempt later (HTTP 429, 5xx, a dropped connection): `after` seconds,
-    the server's hint when it gave one. `unsure`: no answer came to a request that may have
-    reached the server (a timeout, a connection dropped mid-request)."""
+    """Worth another attempt later (HTTP 408, 429, 5xx, a dropped connection): `after`
+    seconds, the server's hint when it gave one. `unsure`: a request that may have been
+    taken (a timeout or a connection dropped after it was sent, a 5xx answer, an answer
+    that could not be read): a paid one is never sent again on its own; a GET may be."""
 
     def __init__(self, reason: str, after: float | None = None, unsure: bool = False) -> None:
         super().__init__(reason)
@@ -159,6 +167,7 @@ class VideoProvider(SettingChecks, ABC):
     """A video model's service (the module docstring); a subclass fills in the class
     attributes and every abstract method."""
 
+    CONSOLE = "the provider's console"  # where the user sees the submissions billed
     SIZE_SETTING: str  # the setting that fixes the aspect (named where an image misfits)
     DURATION_SETTING: str = "duration"  # the setting in seconds of video (what is billed)
     FPS: int  # the frame rate its videos come at (the plan's estimate before any exists)
@@ -206,8 +215,14 @@ class VideoProvider(SettingChecks, ABC):
 
     def __init__(self, spec, key: str, pace=None, timeout_s: float = 120.0) -> None:
         self.model_id, self.generation = spec.model_id, spec.generation
-        hooks = request_hooks(pace and pace.acquire_blocking, self.submits)
-        self.connect(key, spec.base_url, hooks, timeout_s)
+        self.pace, self.submissions_sent = pace, 0
+        self.connect(key, spec.base_url, request_hooks(self._submitting, self.submits), timeout_s)
+
+    def _submitting(self) -> None:
+        """Right before a submission leaves: paced, and counted (`submissions_sent`)."""
+        if self.pace:
+            self.pace.acquire_blocking()
+        self.submissions_sent += 1
 
     @abstractmethod
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
@@ -237,13 +252,15 @@ class VideoProvider(SettingChecks, ABC):
     def error_for(self, status: int, message: str, headers=None, code: str | None = None,
                   known_id: bool = False) -> Exception:  # fmt: skip
         """The exception for an HTTP error answer; `known_id`: the request was about an
-        operation this job submitted, so a 404 says the provider no longer knows it."""
+        operation this job submitted, so a 404 says the provider no longer knows it. A 5xx
+        is `Retry` unsure (`may_have_been_taken`): a submission answered so is never sent
+        again on its own; a poll so answered is polled again."""
         reason = f"HTTP {status}{f' {code}' if code else ''}: {message}"[:300]
         answer = answer_of(status, message)
         if self.retired(status, code):
             return RetiredModel(self.model_id, reason)
         if answer is Answer.RETRY:
-            return Retry(reason, retry_after(headers, message))
+            return Retry(reason, retry_after(headers, message), may_have_been_taken(status))
         if answer is Answer.NOT_FOUND and known_id:
             return UnknownOperation(reason)
         return ServiceError(reason)
