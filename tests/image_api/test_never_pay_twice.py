@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -24,6 +25,7 @@ from tests.support.image_doubles.base import Script, slow
 from tests.support.image_doubles.server import API_KEY, FakeImageAPI
 from tests.support.workflow import REPO, default_config, snakemake
 from workflow_scripts.image_api.job import generate_image_api_job
+from workflow_scripts.paid.ledger import read_ledger
 
 RESEND = "image_api={resubmit: true}"
 TAKEN = {  # the double takes the request (records it), then answers so
@@ -89,6 +91,10 @@ def test_a_request_that_may_have_been_taken_is_sent_again_only_on_the_users_word
     generate_image_api_job(job_smk)
     assert len(fake.sent) == 2 and outputs(job_smk) == (made, outputs(job_smk)[1])
     assert outputs(job_smk)[1]["cached"] is True
+    # one ledger record per paid request: the unsure one, then the image
+    ledger = read_ledger(job_smk.config["outdir"])
+    assert ledger["outcome"].tolist() == ["unsure", "billed"]
+    assert set(ledger["output"]) == {"image"} and set(ledger["model"]) == {model}
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -133,6 +139,7 @@ def test_a_reply_that_does_not_decode_is_a_billed_failure(tmp_path, fake, image,
     delete_outputs(job_smk)
     generate_image_api_job(job_smk)  # a finished result: never asked again
     assert len(fake.sent) == 1 and outputs(job_smk)[1]["reason"] == meta["reason"]
+    assert read_ledger(job_smk.config["outdir"])["outcome"].tolist() == ["failed"]
 
 
 def test_a_200_without_an_image_is_kept_as_a_billed_failure(tmp_path, fake, image, monkeypatch):
@@ -144,6 +151,7 @@ def test_a_200_without_an_image_is_kept_as_a_billed_failure(tmp_path, fake, imag
     assert meta["reason"] == "failed: the answer holds no image (data[0].b64_json)"
     record = attempt_record(job_smk, "gpt_image_2")
     assert json.loads(record.with_suffix(".reply").read_text())["data"] == []
+    assert read_ledger(job_smk.config["outdir"])["outcome"].tolist() == ["failed"]
 
 
 # -- the workflow: Snakemake's runs, a kill -9 among them ------------------------------------
@@ -218,6 +226,14 @@ def test_a_run_killed_or_unanswered_pays_once_until_the_user_says(tmp_path, monk
         assert again.returncode == 0, again.stdout[-3000:]
         counts.append(len(fake.sent))
     assert counts == [4, 4, 4, 8, 8] and set(requests_per_image(fake).values()) == {2}
+    # every paid request in the ledger (4 unsure, 4 images), and in tables/costs.csv
+    ledger = read_ledger(tmp_path / "results")
+    assert sorted(ledger["outcome"]) == ["billed"] * 4 + ["unsure"] * 4
+    costs = pd.read_csv(tmp_path / "results" / "tables" / "costs.csv")
+    costs = costs[costs["model"] == "gpt_image_2"].set_index("judge")
+    price = config["prices"]["images"]["gpt-image-2"]
+    assert costs.loc["generate", "calls"] == 8
+    assert costs.loc["generate", "cost"] == pytest.approx(8 * price)
     for instance in INSTANCES:
         meta = tmp_path / "results" / "gpt_image_2" / instance.rsplit("_lv", 1)[0] / instance
         assert json.loads((meta / "generation.json").read_text())["status"] == "ok"

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.support.fake_video_api import FakeVideoAPI
-from tests.support.video_api_run import MODELS
+from tests.support.video_api_run import MODELS, api_entry
 from tests.video_api.test_providers import IMAGE, run, spec
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.video_api.operation import NotResumable, Operation
@@ -81,3 +81,59 @@ def test_an_error_before_the_request_left_or_a_4xx_clears_the_state(tmp_path, fa
     finally:
         client.close()
     assert not (tmp_path / "state.json").exists() and fake.submissions == []
+
+
+def video_job(tmp_path, fake, name: str, **video_api):
+    """A stand-in for Snakemake's job object of rule generate_api, (name, maze_square, lv1)."""
+    from types import SimpleNamespace
+
+    import yaml
+
+    from vgi_models.registry import load_registry
+
+    entry = api_entry(name, fake)
+    registry = tmp_path / "models.yaml"
+    registry.write_text(yaml.safe_dump({name: entry}), encoding="utf-8")
+    outdir, instance = tmp_path / "results", IMAGE.stem
+    folder = outdir / name / "maze_square" / instance
+    options = {"requests_per_minute": {}, "poll_s": 0.01, "timeout_min": 1, "resubmit": False}
+    return SimpleNamespace(
+        config={
+            "outdir": str(outdir),
+            "model_registry": str(registry),
+            "video_api": options | video_api,
+            "prices": {"video_seconds": {}},
+        },  # fmt: skip
+        input=SimpleNamespace(image=str(IMAGE)),
+        params=SimpleNamespace(
+            settings=json.dumps(load_registry({name: entry})[name].settings()),
+            prompt="solve the maze",
+        ),  # fmt: skip
+        output=SimpleNamespace(
+            video=str(folder / "video.mp4"), meta=str(folder / "generation.json")
+        ),
+        wildcards=SimpleNamespace(model=name, task="maze_square", instance=instance),
+        log=[str(outdir / "logs" / "generate_api" / name / f"{instance}.log")],
+    )
+
+
+def test_the_ledger_keeps_an_unsure_submission(tmp_path, fake, monkeypatch):
+    from tests.support.video_api_run import KEY_ENV
+    from workflow_scripts.paid.ledger import read_ledger
+    from workflow_scripts.video_api.job import generate_api_job
+
+    monkeypatch.setenv(KEY_ENV, fake.api_key)
+    fake.taken_then = [502]
+    job = video_job(tmp_path, fake, "sora2")
+    with pytest.raises(SystemExit, match="it may have been taken and paid") as failure:
+        generate_api_job(job)
+    assert f"snakemake {job.output.video} --config 'video_api={{resubmit: true}}'" in str(
+        failure.value
+    )
+    with pytest.raises(SystemExit, match="--config 'video_api={resubmit: true}'"):
+        generate_api_job(job)  # the rerun: NotResumable, the same record in the ledger
+    assert read_ledger(job.config["outdir"])["outcome"].tolist() == ["unsure"]
+    job.config["video_api"]["resubmit"] = True
+    generate_api_job(job)
+    ledger = read_ledger(job.config["outdir"])
+    assert ledger["outcome"].tolist() == ["unsure", "billed"] and len(fake.submissions) == 2

@@ -31,6 +31,7 @@ from workflow_scripts.image_api.cache import CACHE, Reply, ReplyCache
 from workflow_scripts.image_api.provider import NoImage, Refused, Retry, as_png
 from workflow_scripts.image_api.providers import open_image_provider, provider_class
 from workflow_scripts.paid.attempt import unsure_advice
+from workflow_scripts.paid.ledger import write_record
 
 FAILURE = "Image API failure: "
 TIMEOUT_S = 300.0  # one request's reply (image models take minutes at their largest)
@@ -43,6 +44,39 @@ def unsure(smk, spec, cache: ReplyCache, what: str) -> str:
     return unsure_advice(what, cache.record, console, smk.output.image, BRANCH)
 
 
+def outcome_of(reply: Reply) -> str:
+    """The ledger's outcome of a finished reply."""
+    if reply.image is not None:
+        return "billed"
+    return "failed" if reply.reason.startswith("failed: ") else "refused"
+
+
+def ledger(smk, spec, digest: str, attempt: dict, outcome: str) -> None:
+    """The ledger's record of the request's attempt (`attempt`: its record in the cache),
+    named by the request and attempt, so that a rerun writes the same one."""
+    prices, wildcards = smk.config.get("prices") or {}, smk.wildcards
+    entry = {
+        "provider": spec.provider,
+        "model": wildcards.model,
+        "model_id": spec.model_id,
+        "operation": None,
+        "task": wildcards.task,
+        "instance": wildcards.instance,
+        "submitted_at": attempt.get("since"),
+        "seconds": None,
+        "resolution": spec.generation.get("size") or spec.generation.get("image_size"),
+        "price_per_second": None,
+        "cost": (prices.get("images") or {}).get(spec.model_id),
+        "currency": prices.get("currency", "USD"),
+        "output": "image",
+        "outcome": outcome,
+        "attempt": attempt.get("attempt", 1),
+    }
+    name = f"image-{digest[:16]}-{entry['attempt']}"
+    write_record(smk.config["outdir"], wildcards.model, wildcards.task, wildcards.instance,
+                 name, entry)  # fmt: skip
+
+
 def converted(cache: ReplyCache, reply: bytes) -> Reply:
     """The kept `reply`'s image as PNG, or a billed failure where it does not decode."""
     try:
@@ -53,7 +87,7 @@ def converted(cache: ReplyCache, reply: bytes) -> Reply:
         )
 
 
-def request_image(smk, spec, cache: ReplyCache, image: Path, prompt: str,
+def request_image(smk, spec, cache: ReplyCache, digest: str, image: Path, prompt: str,
                   attempt: int) -> tuple[Reply, int]:  # fmt: skip
     """Send the request once (retries of a request not taken aside), its attempt recorded in
     `cache` before it leaves: the reply, and the requests sent; a service failure fails the
@@ -77,6 +111,7 @@ def request_image(smk, spec, cache: ReplyCache, image: Path, prompt: str,
         return failed, client.requests
     except Retry as error:
         if error.unsure:
+            ledger(smk, spec, digest, cache.state(), "unsure")
             fail_job(f"{FAILURE}{instance} ({model}): " + unsure(smk, spec, cache, str(error)))
         cache.not_taken(before)
         fail_job(f"{FAILURE}{instance} ({model}): {error} (not taken: a rerun sends it again)")
@@ -108,16 +143,19 @@ def generate_image_api_job(smk) -> None:
                 "never got its reply kept (the job was killed or failed while it was out, or "
                 "no answer came)"
             )
+            ledger(smk, spec, digest, record, "unsure")
             fail_job(
                 f"{FAILURE}{wildcards.instance} ({spec.key}): " + unsure(smk, spec, cache, what)
             )
         if status in (None, "sending") or (status in ("refused", "failed") and resubmit):
             attempt = (record or {}).get("attempt", 1 if record else 0) + 1
-            reply, requests = request_image(smk, spec, cache, image, prompt, attempt)
+            reply, requests = request_image(smk, spec, cache, digest, image, prompt, attempt)
             cache.done(reply)
+            ledger(smk, spec, digest, cache.state(), outcome_of(reply))
         elif status == "answered":  # the reply kept, the job cut off before its end
             reply = converted(cache, cache.kept_reply())
             cache.done(reply)
+            ledger(smk, spec, digest, cache.state(), outcome_of(reply))
         else:
             reply = cache.read()
         cached = requests == 0

@@ -58,6 +58,13 @@ def generate_api_job(smk) -> None:
         started = time.perf_counter()
         operation = Operation(state, client, options["resubmit"])
 
+        def unsure_record() -> None:
+            """The ledger's record of a submission left `submitting` (one a rerun rewrites)."""
+            since = (operation.state or {}).get("since")
+            if (operation.state or {}).get("status") == "submitting":
+                name = "unsure-" + since.replace(":", "").replace("+", "_")
+                record(outdir, spec, run, task, instance, None, config["prices"], "unsure", name)
+
         try:
             outcome = operation.run(
                 image, prompt,
@@ -66,11 +73,13 @@ def generate_api_job(smk) -> None:
             )  # fmt: skip
         except Retry as error:
             if error.unsure:  # a submission that may have been taken: `submitting` stays
+                unsure_record()
                 where = f"{client.CONSOLE}; the ledger {Path(outdir) / LEDGER / run}"
                 what = f"the submission got no operation id back ({error})"
                 error = unsure_advice(what, state, where, video, BRANCH)
             fail_job(f"{FAILURE}{instance} ({spec.key}): {error}")
         except NotResumable as error:
+            unsure_record()
             command = resend_command(video, BRANCH)
             fail_job(f"{FAILURE}{instance} ({spec.key}): {error}. The command: {command}")
         except (ServiceError, TimeoutError) as error:
