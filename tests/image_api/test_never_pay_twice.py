@@ -238,3 +238,15 @@ def test_a_run_killed_or_unanswered_pays_once_until_the_user_says(tmp_path, monk
         meta = tmp_path / "results" / "gpt_image_2" / instance.rsplit("_lv", 1)[0] / instance
         assert json.loads((meta / "generation.json").read_text())["status"] == "ok"
     print(f"\nrequests after the kill, two reruns, the resend, a forced rerun: {counts}")
+
+
+def test_a_billed_refusal_is_in_the_ledger_an_unbilled_one_is_not(tmp_path, fake, image):
+    from tests.support.image_doubles.base import REFUSED
+    from workflow_scripts.paid.errors import Refused
+
+    assert Refused("x", billed=True).billed and not Refused("x", billed=False).billed
+    fake.script(REFUSED)
+    job_smk = smk(tmp_path, fake, "gpt_image_2", image)
+    generate_image_api_job(job_smk)
+    ledger = read_ledger(job_smk.config["outdir"])
+    assert ledger["outcome"].tolist() == ["refused"] and ledger["cost"].tolist() == [None]

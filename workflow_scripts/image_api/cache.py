@@ -48,6 +48,7 @@ class Reply:
 
     image: bytes | None = None
     reason: str | None = None
+    billed: bool = True  # False: a refusal the provider does not bill (no ledger record)
 
 
 class ReplyCache:

@@ -103,8 +103,8 @@ def request_image(smk, spec, cache: ReplyCache, digest: str, image: Path, prompt
     before = cache.sending(attempt, model=model, task=smk.wildcards.task, instance=instance)
     try:
         reply = client.generate(image, prompt)
-    except Refused as refusal:  # a finished answer (billed): kept by the caller
-        return Reply(reason=refusal.reason), client.requests
+    except Refused as refusal:  # a finished answer: kept by the caller
+        return Reply(reason=refusal.reason, billed=refusal.billed), client.requests
     except NoImage as error:
         failed = Reply(reason=f"failed: {error.reason}")
         cache.done(failed, kept=error.reply)
@@ -151,7 +151,8 @@ def generate_image_api_job(smk) -> None:
             attempt = (record or {}).get("attempt", 1 if record else 0) + 1
             reply, requests = request_image(smk, spec, cache, digest, image, prompt, attempt)
             cache.done(reply)
-            ledger(smk, spec, digest, cache.state(), outcome_of(reply))
+            if reply.billed:
+                ledger(smk, spec, digest, cache.state(), outcome_of(reply))
         elif status == "answered":  # the reply kept, the job cut off before its end
             reply = converted(cache, cache.kept_reply())
             cache.done(reply)

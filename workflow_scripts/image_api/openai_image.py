@@ -20,7 +20,7 @@ from workflow_scripts.image_api.provider import (
     from_base64,
     reply_bytes,
 )
-from workflow_scripts.video_api.provider import image_mime
+from workflow_scripts.paid.inputs import image_mime
 
 REFUSALS = ("moderation_blocked", "content_policy_violation")
 STANDARD = ("1024x1024", "1536x1024", "1024x1536", "auto")
@@ -76,7 +76,7 @@ class Provider(ImageProvider):
             body = error.body
             message = (body.get("message") if isinstance(body, dict) else None) or error.message
             if error.status_code == 400 and error.code in REFUSALS:
-                raise Refused(f"{message} ({error.code})") from None
+                raise Refused(f"{message} ({error.code})", billed=True) from None
             headers = error.response.headers
             raise self.error_for(error.status_code, message, headers, error.code) from None
         except openai.APIConnectionError as error:

@@ -31,7 +31,8 @@ from workflow_scripts.common.http import (
     request_hooks,
     retry_after,
 )
-from workflow_scripts.video_api.provider import Refused, Retry, Setting, SettingChecks
+from workflow_scripts.paid.errors import Refused, Retry
+from workflow_scripts.paid.settings import Setting, SettingChecks
 
 __all__ = [
     "ImageProvider",
@@ -124,7 +125,7 @@ class ImageProvider(SettingChecks, ABC):
         request not taken (408, 429, never connected) is sent again after the server's hint
         or a backoff. An error of no known kind once a request went out (an answer that
         could not be read) is unsure: it may have been taken."""
-        from workflow_scripts.video_api.operation import sent_again_if_not_taken  # tenacity
+        from workflow_scripts.paid.retry import sent_again_if_not_taken  # tenacity
 
         retrying = sent_again_if_not_taken("request", ATTEMPTS)
         try:

@@ -33,7 +33,7 @@ from workflow_scripts.image_api.provider import (
     Retry,
     Setting,
 )
-from workflow_scripts.video_api.provider import data_uri
+from workflow_scripts.paid.inputs import data_uri
 
 SERVICE = "/services/aigc/multimodal-generation/generation"
 PIXELS = (512 * 512, 2048 * 2048)  # Qwen-Image 2.0 and 3.0: a size's bounds, in pixels
@@ -103,7 +103,7 @@ class Provider(ImageProvider):
         except errors.APIStatusError as error:
             status, code, message = error.status_code, error.code, error.message
             if status == 400 and dashscope_refusal(code):
-                raise Refused(f"{message} ({code})") from None
+                raise Refused(f"{message} ({code})", billed=True) from None
             raise self.error_for(status, message, error.headers, code) from None
         choices = (answer.json().get("output") or {}).get("choices") or [{}]
         parts = (choices[0].get("message") or {}).get("content") or []
@@ -118,7 +118,7 @@ class Provider(ImageProvider):
         where it failed (a GET costs nothing); where it still fails, the image was billed."""
         import httpx
 
-        from workflow_scripts.video_api.operation import sent_again_if_not_taken  # tenacity
+        from workflow_scripts.paid.retry import sent_again_if_not_taken  # tenacity
 
         def get() -> bytes:
             try:

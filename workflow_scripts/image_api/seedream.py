@@ -25,7 +25,7 @@ from workflow_scripts.image_api.provider import (
     reply_bytes,
     sized,
 )
-from workflow_scripts.video_api.provider import data_uri
+from workflow_scripts.paid.inputs import data_uri
 
 REFUSAL = "SensitiveContentDetected"  # in an error code: the safety filter
 PRESETS = ("2K", "4K")
@@ -82,7 +82,7 @@ class Provider(ImageProvider):
             body = error.body if isinstance(error.body, dict) else {}
             message, code = body.get("message") or error.message, error.code
             if error.status_code == 400 and REFUSAL in (code or ""):
-                raise Refused(f"{message} ({code})") from None
+                raise Refused(f"{message} ({code})", billed=True) from None
             headers = error.response.headers
             raise self.error_for(error.status_code, message, headers, code) from None
         except ArkAPIConnectionError as error:

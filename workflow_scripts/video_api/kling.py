@@ -145,7 +145,7 @@ class Provider(VideoProvider):
             return body["data"]
         message = body.get("message") or response.reason_phrase
         if code == CONTENT_POLICY and method == "POST":
-            raise Refused(f"{message} (code {code})")
+            raise Refused(f"{message} (code {code})", billed=False)
         if code in ACCOUNT:
             raise ServiceError(f"HTTP {response.status_code} {code}: {message}")
         code = None if code is None else str(code)

@@ -35,47 +35,16 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-import tenacity
-
 from vgi_models.state import write_atomic
 from workflow_scripts.common.files import OutdirFileError, read_json
 from workflow_scripts.common.http import ServiceError
+from workflow_scripts.paid.retry import BACKOFF_S, sent_again_if_not_taken
 from workflow_scripts.video_api.ledger import LEDGER
 from workflow_scripts.video_api.provider import Outcome, Refused, Retry, UnknownOperation
 
 log = logging.getLogger(__name__)
 
 SUBMIT_ATTEMPTS = 6
-BACKOFF_S = (2.0, 60.0)  # first wait and cap, doubling
-
-
-def not_taken(error: BaseException) -> bool:
-    """A submission the provider surely did not take (a 408 or 429, never connected)."""
-    return isinstance(error, Retry) and not error.unsure
-
-
-def hinted_backoff(state: tenacity.RetryCallState) -> float:
-    """The server's hint, else a doubling backoff (BACKOFF_S: first wait and cap)."""
-    hint = state.outcome.exception().after
-    return hint or tenacity.wait_exponential(multiplier=BACKOFF_S[0], max=BACKOFF_S[1])(state)
-
-
-def sent_again_if_not_taken(what: str, attempts: int) -> tenacity.Retrying:
-    """Sends `what` (a submission, an image request) again, up to `attempts` in all, where
-    it was not taken (408, 429, never connected), after the server's hint or a backoff; an
-    unsure one never (a 5xx, no answer: it may have been taken)."""
-    return tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(attempts),
-        wait=hinted_backoff,
-        retry=tenacity.retry_if_exception(not_taken),
-        before_sleep=lambda state: log.warning(
-            "%s not taken (%s); again in %.1f s",
-            what,
-            state.outcome.exception(),
-            state.next_action.sleep,
-        ),
-        reraise=True,
-    )
 
 
 SUBMISSION = sent_again_if_not_taken("submission", SUBMIT_ATTEMPTS)

@@ -18,8 +18,6 @@ not counted. A service's error answer becomes one of the exceptions below
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,21 +32,19 @@ from workflow_scripts.common.http import (
     retry_after,
 )
 from workflow_scripts.common.keys import IMPORT_VIDEOS
+from workflow_scripts.paid.errors import Refused, Retry
+from workflow_scripts.paid.inputs import data_uri, image_mime
+from workflow_scripts.paid.settings import Setting, SettingChecks
+
+__all__ = [
+    "Outcome", "Refused", "RetiredModel", "Retry", "Setting", "SettingChecks", "UnknownOperation",
+    "VideoProvider", "data_uri", "image_mime",
+]  # fmt: skip
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
     import pandas as pd
 
 ASPECT_TOLERANCE = 0.02  # relative: 1280x720 and 1920x1088 both fit 16:9
-
-
-def image_mime(image: Path) -> str:
-    """The media type of an input image file, by its extension (PNG where unknown)."""
-    return mimetypes.guess_type(str(image))[0] or "image/png"
-
-
-def data_uri(image: Path) -> str:
-    """An input image inline: `data:<type>;base64,<bytes>`."""
-    return f"data:{image_mime(image)};base64,{base64.b64encode(Path(image).read_bytes()).decode()}"
 
 
 @dataclass(frozen=True)
@@ -61,44 +57,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.video is not None
-
-
-class Retry(Exception):
-    """Worth another attempt later (HTTP 408, 429, 5xx, a dropped connection): `after`
-    seconds, the server's hint when it gave one. `unsure`: a request that may have been
-    taken (a timeout or a connection dropped after it was sent, a 5xx answer, an answer
-    that could not be read): a paid one is never sent again on its own; a GET may be."""
-
-    def __init__(self, reason: str, after: float | None = None, unsure: bool = False) -> None:
-        super().__init__(reason)
-        self.after, self.unsure = after, unsure
-
-    @classmethod
-    def unanswered(cls, error: BaseException) -> Retry:
-        """A request left unanswered (an httpx or httpx2 transport error, the SDKs' own
-        clients): not taken where its connection never opened (a connect error or connect
-        timeout), else unsure: it may have reached the server."""
-        import httpx
-        import httpx2
-
-        never = (
-            httpx.ConnectError,
-            httpx.ConnectTimeout,
-            httpx2.ConnectError,
-            httpx2.ConnectTimeout,
-        )
-        if isinstance(error, never):
-            return cls(f"connection failed: {type(error).__name__}: {error}")
-        return cls(f"no answer: {type(error).__name__}", unsure=True)
-
-
-class Refused(Exception):
-    """The service refused the submission itself (a safety filter on the input, a policy):
-    no operation was made and none is billed; `reason` is the instance's recorded error."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason if reason.startswith("refused: ") else f"refused: {reason}"
 
 
 class UnknownOperation(Exception):
@@ -114,53 +72,6 @@ class RetiredModel(ServiceError):
             f"Videos made before can still be judged: register their folder as a model with "
             f"`source: videos` ({IMPORT_VIDEOS})"
         )
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One setting: its allowed values (None: any of `kind`), and whether it is required."""
-
-    kind: type | tuple[type, ...]
-    allowed: tuple | None = None
-    required: bool = False
-
-
-class SettingChecks:
-    """A provider's settings (`SETTINGS`, by SDK name) and the checks of a registry entry's
-    `generation` against them, with no SDK imported (the image API providers share them)."""
-
-    SETTINGS: dict[str, Setting] = {}  # the registry entry's `generation`, by SDK name
-
-    @classmethod
-    def rule_problems(cls, model_id: str, generation: dict) -> list[str]:
-        """Problems of allowed values that the service refuses together, each
-        '<setting>: <why>' (none by default)."""
-        return []
-
-    @classmethod
-    def setting_problems(cls, key: str, name: str, model_id: str, generation: dict) -> list[str]:
-        """Every setting of model `key` (provider `name`) the provider does not allow, each
-        naming the key and the allowed values."""
-        allowed, found = cls.SETTINGS, []
-        where = f"model {key!r} (provider {name}): generation"
-        for unknown in generation.keys() - allowed.keys():
-            found.append(f"{where}.{unknown} is not a {name} setting ({', '.join(allowed)})")
-        for setting_name, setting in allowed.items():
-            if setting_name not in generation:
-                if setting.required:
-                    found.append(f"{where}.{setting_name} is required")
-                continue
-            value, kinds = generation[setting_name], setting.kind
-            if not isinstance(value, kinds) or (kinds is int and isinstance(value, bool)):
-                kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-                names = " or ".join(kind.__name__ for kind in kinds)
-                found.append(f"{where}.{setting_name}: {value!r} is not a {names}")
-            elif setting.allowed and value not in setting.allowed:
-                values = ", ".join(map(repr, setting.allowed))
-                found.append(f"{where}.{setting_name}: {value!r} is not allowed ({values})")
-        if found:
-            return found
-        return [f"{where}.{problem}" for problem in cls.rule_problems(model_id, generation)]
 
 
 class VideoProvider(SettingChecks, ABC):

@@ -128,7 +128,7 @@ class Provider(VideoProvider):
             body = error.body if isinstance(error.body, dict) else {}
             message, code = body.get("message") or error.message, error.code
             if error.status_code == 400 and REFUSAL in (code or "") and not known_id:
-                raise Refused(f"{message} ({code})") from None  # a submission refused
+                raise Refused(f"{message} ({code})", billed=False) from None  # a submission refused
             raise self.error_for(
                 error.status_code, message, error.response.headers, code, known_id
             ) from None

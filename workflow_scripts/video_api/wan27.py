@@ -159,7 +159,7 @@ class Provider(VideoProvider):
             if status == 200:
                 raise
             if status == 400 and reason(code, message).startswith("refused"):
-                raise Refused(reason(code, message)) from None
+                raise Refused(reason(code, message), billed=False) from None
             raise self.error_for(status, message, error.headers, code, known_id) from None
 
     def close(self) -> None:
