@@ -253,7 +253,7 @@ def test_an_image_link_that_cannot_be_read_fails_the_job_never_asking_again(tmp_
     with pytest.raises(SystemExit, match="may have been taken"):
         generate_image_api_job(job_smk)
     assert len(fake.sent) == 1 and fake.fetches == 1
-    assert "the image was made, but its link could not be read (HTTP 404)" in log_of(job_smk)
+    assert "the image was made, but its link could not be read (HTTP 404" in log_of(job_smk)
     assert not Path(job_smk.output.image).exists()
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import dashscope_client, dashscope_refusal
+from workflow_scripts.common.http import ServiceError, dashscope_client, dashscope_refusal
 from workflow_scripts.image_api.provider import (
     ATTEMPTS,
     ImageProvider,
@@ -33,6 +33,7 @@ from workflow_scripts.image_api.provider import (
     Retry,
     Setting,
 )
+from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.paid.inputs import data_uri
 
 SERVICE = "/services/aigc/multimodal-generation/generation"
@@ -114,24 +115,12 @@ class Provider(ImageProvider):
         return self.download(links[0])
 
     def download(self, url: str) -> bytes:
-        """The image behind the answer's signed link, fetched without the key: sent again
-        where it failed (a GET costs nothing); where it still fails, the image was billed."""
-        import httpx
-
-        from workflow_scripts.paid.retry import sent_again_if_not_taken  # tenacity
-
-        def get() -> bytes:
-            try:
-                answer = self.downloads.get(url)
-            except httpx.TransportError as error:
-                raise Retry(f"{type(error).__name__}: {error}") from None
-            if answer.is_error:  # a 5xx may pass; a refused or expired link will not
-                raise Retry(f"HTTP {answer.status_code}", unsure=answer.status_code < 500)
-            return answer.content
-
+        """The image behind the answer's signed link, fetched without the key (`fetch`: sent
+        again where it failed, a GET costs nothing); where it still fails or the link is
+        gone, the image was made and billed: unsure, never asked for again on its own."""
         try:
-            return sent_again_if_not_taken("image download", ATTEMPTS)(get)
-        except Retry as error:
+            return fetch(self.downloads, url, "the image's link", ATTEMPTS)
+        except (LinkGone, Retry, ServiceError) as error:
             reason = f"the image was made, but its link could not be read ({error})"
             raise Retry(reason, unsure=True) from None
 

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workflow_scripts.common.http import ServiceError
-from workflow_scripts.video_api.provider import Outcome, Refused, Retry, Setting, VideoProvider
+from workflow_scripts.paid.download import LinkGone, fetch
+from workflow_scripts.video_api.provider import (
+    Outcome,
+    Refused,
+    Retry,
+    Setting,
+    UnknownOperation,
+    VideoProvider,
+)
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
     import pandas as pd
@@ -111,11 +119,10 @@ class Provider(VideoProvider):
 
     def download(self, url: str) -> bytes:
         """The video's bytes from its link (no token: the link is the CDN's)."""
-        response = self._send("GET", url, follow_redirects=True)
-        if response.is_error:
-            message = response.text[:200] or response.reason_phrase
-            raise self.error_for(response.status_code, message, response.headers, known_id=True)
-        return response.content
+        try:
+            return fetch(self.http, url, "the video's link")
+        except LinkGone as error:
+            raise UnknownOperation(f"{error}; videos are kept 30 days") from None
 
     def _token(self) -> str:
         """A fresh token: HS256, signed with the secret key, `iss` the access key."""
