@@ -76,5 +76,5 @@ onsuccess:
 
 onerror:
     with outdir_file_errors():
-        finish_status()
+        finish_status(failed=True)
         report_judge_errors(failed=True)

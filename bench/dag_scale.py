@@ -91,12 +91,13 @@ class Size:
 PAPER, SMOKE = Size(None, 10, 7, 3), Size(3, 2, 2, 1, count_apart=False)
 
 
-def build_benchmark(root: Path, size: Size = PAPER) -> None:
-    """Every task x level x instance in the official layout; one PNG, hard-linked."""
+def build_benchmark(root: Path, size: Size = PAPER, image_tasks: int = 0) -> None:
+    """Every task x level x instance in the official layout; one PNG, hard-linked. The first
+    `image_tasks` tasks also ship an image prompt (the image branch's)."""
     png = root.parent / "frame.png"
     Image.new("RGB", (640, 360), "white").save(png)  # 16:9, as large as every API model takes
     tasks = [task for domain in yaml.safe_load(TAXONOMY.read_text()).values() for task in domain]
-    for task in tasks[: size.tasks]:
+    for k, task in enumerate(tasks[: size.tasks]):
         for level in LEVELS:
             folder = root / task / "input_image" / f"lv{level}"
             folder.mkdir(parents=True)
@@ -104,6 +105,9 @@ def build_benchmark(root: Path, size: Size = PAPER) -> None:
                 os.link(png, folder / f"{task}_lv{level}_{i:03d}.png")
         (root / task / "prompt/video_gen_prompt").mkdir(parents=True)
         (root / task / f"prompt/video_gen_prompt/{task}.txt").write_text(f"Solve the {task}.")
+        if k < image_tasks:
+            (root / task / "prompt/image_gen_prompt").mkdir()
+            (root / task / f"prompt/image_gen_prompt/{task}.txt").write_text(f"Solve the {task}.")
         spec = root / task / "judge_spec"
         spec.mkdir()
         rubric = [f"Overall task: Solve the {task}.", "No object changes shape.", "No cuts."]

@@ -1,10 +1,12 @@
 """`snakemake plan` on the paper's study (config/paper.yaml: its open, VBVR and commercial
-video models over the half subset) at the release's size: its table and its CPU cost.
+video models and its image models over the half subset, at its prices) at the release's
+size: its table and its CPU cost.
 
 Builds, in a temporary directory, dag_scale.py's synthetic benchmark in the official
-layout (27 tasks x 3 levels x 10 instances; `subset: half` keeps 405) and plans
-config/paper.yaml's models as config/models.yaml ships them (a plan needs no weights and
-no key), with the judge enabled and nothing run yet. It times, as child processes (CPU
+layout (27 tasks x 3 levels x 10 instances; `subset: half` keeps 405; 16 tasks ship an
+image prompt, as in the release, so an image model has 240) and plans config/paper.yaml's
+models as config/models.yaml ships them (a plan needs no weights and no key), with the
+judge enabled and nothing run yet. It times, as child processes (CPU
 seconds from `os.wait4`, children included; median of `--repeats`):
 
 - `dry run`: `snakemake -n --quiet` (the whole study's DAG);
@@ -23,7 +25,8 @@ every (model, task) again (every document looked at; none changed, so none parse
 `--tasks N` keeps the first N tasks of the taxonomy (`benchmark.tasks`); `--smoke` (CI) is
 `--tasks 1 --repeats 1`: the paper's models over one task's 15 instances.
 
-Prints the plan, a table of the timings, then (last line) one JSON object.
+Prints the plan (and what its cost leaves out for want of a price), a table of the timings,
+then (last line) one JSON object.
 """
 
 from __future__ import annotations
@@ -45,15 +48,17 @@ from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSet
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.layout import MAIN
 from workflow_scripts.study.documents import LABELS, Study
+from workflow_scripts.study.prices import unpriced
 from workflow_scripts.study.status import StatusWriter
 
-MODELS = yaml.safe_load((REPO / "config/paper.yaml").read_text(encoding="utf-8"))["models"]
+PAPER = yaml.safe_load((REPO / "config/paper.yaml").read_text(encoding="utf-8"))
+IMAGE_TASKS = 16  # of the release's 27 tasks, those that ship an image prompt (docs/images.md)
 RUNS = {"dry run": ["-n", "--quiet"], "plan": ["plan"], "plan -n": ["plan", "-n", "--quiet"]}
 
 
 def write_config(tmp: Path, tasks: int | None) -> Path:
-    """The half study of config/paper.yaml's models (of the first `tasks` tasks of the
-    taxonomy; None: all)."""
+    """The half study of config/paper.yaml's models at its prices (of the first `tasks`
+    tasks of the taxonomy; None: all)."""
     names = [task for domain in yaml.safe_load(TAXONOMY.read_text()).values() for task in domain]
     config = {
         "outdir": str(tmp / "results"),
@@ -63,10 +68,13 @@ def write_config(tmp: Path, tasks: int | None) -> Path:
             "taxonomy": str(TAXONOMY),
             "overlap": str(OVERLAP),
             "paper_table": str(REPO / "tasks/paper_table2.csv"),
+            "paper_image_table": str(REPO / "tasks/paper_table4.csv"),
             "subset": "half",
             "tasks": names[:tasks] if tasks else "all",
         },
-        "models": MODELS,
+        "models": PAPER["models"],
+        "image_models": PAPER["image_models"],
+        "prices": PAPER["prices"],
         "judge": {"enabled": True, "api_key_env": "DAG_SCALE_UNUSED_KEY"},
     }
     path = tmp / "config_half.yaml"
@@ -94,8 +102,8 @@ def cpu_ms(action) -> float:
     return round(1000 * (time.process_time() - start), 1)
 
 
-def status_write_cost(tmp: Path, config: Path) -> dict:
-    """CPU ms of status writes on the study (`study_description()` of the parsed workflow)."""
+def parsed_study(tmp: Path, config: Path) -> tuple[Study, dict]:
+    """The study and its prices as the parsed workflow has them (`study_description()`)."""
     os.environ.setdefault("DAG_SCALE_UNUSED_KEY", "not-used: no job runs")
     with SnakemakeApi(OutputSettings()) as api:
         workflow = api.workflow(
@@ -104,8 +112,11 @@ def status_write_cost(tmp: Path, config: Path) -> dict:
             snakefile=REPO / "Snakefile",
             workdir=tmp,
         )._workflow
-        study = Study.from_dict(workflow.globals["study_description"]())
-        prices = workflow.config["prices"]
+        return Study.from_dict(workflow.globals["study_description"]()), workflow.config["prices"]
+
+
+def status_write_cost(study: Study, prices: dict) -> dict:
+    """CPU ms of status writes on the study."""
     fake_documents(study)
     writer = StatusWriter(study, prices, "--cores 1", say=lambda line: None)
     first = cpu_ms(writer.write)
@@ -130,7 +141,7 @@ def main() -> None:
     figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="plan_cost_") as name:
         tmp = Path(name)
-        build_benchmark(tmp / "bench_data")
+        build_benchmark(tmp / "bench_data", image_tasks=IMAGE_TASKS)
         config = write_config(tmp, args.tasks)
         for label, args in RUNS.items():
             runs = [snakemake(tmp, config, *args) for _ in range(repeats)]
@@ -140,9 +151,11 @@ def main() -> None:
                 "peak_mb": round(max(r[2] for r in runs), 1),
             }
         plan = pd.read_csv(tmp / "results" / "plan.csv")
-        write = status_write_cost(tmp, config)
+        study, prices = parsed_study(tmp, config)
+        left_out = unpriced(study, prices)
+        write = status_write_cost(study, prices)
     print(plan.to_string(index=False, na_rep=""))
-    print()
+    print("".join(f"not in cost_left: {line}\n" for line in left_out))
     print(f"{'command':<10}{'CPU s':>8}{'wall s':>8}{'peak MB':>9}")
     for label, f in figures.items():
         print(f"{label:<10}{f['cpu_s']:>8}{f['wall_s']:>8}{f['peak_mb']:>9}")
@@ -154,6 +167,7 @@ def main() -> None:
         plan_job_cpu_s=job,
         status_write_cpu_ms=write,
         plan=plan.fillna("").to_dict("records"),
+        not_priced=left_out,
         load_avg_before=round(load, 2),
         load_avg_after=round(os.getloadavg()[0], 2),
         cpus=os.cpu_count(),

@@ -353,6 +353,16 @@ def judge_enabled():
     return enabled
 
 
+def judge_off():
+    """Why this run's VLM stages do not run (the status page and the gallery say it), or
+    None when they do."""
+    if config["judge"]["enabled"] is False:
+        return "judge.enabled is false in the config"
+    if not judge_enabled():
+        return f"${config['judge']['api_key_env']} is not set"
+    return None
+
+
 def judge_targets(targets):
     """`targets` when the VLM stages run, else none."""
     return targets if judge_enabled() else []

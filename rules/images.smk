@@ -49,8 +49,9 @@ rule generate_image:
         "> {log:q} 2>&1"
 
 
-# An image API model (`source: api`, `output: image`) asks its provider's SDK: no GPU; a
-# reply is kept by the digest of its inputs before the job ends, so no rerun pays twice.
+# An image API model (`source: api`, `output: image`) asks its provider's SDK, on the submit
+# host (one request, no GPU); a reply is kept by the digest of its inputs before the job
+# ends, so no rerun pays twice.
 rule generate_image_api:
     input:
         image=image_input,
@@ -61,6 +62,7 @@ rule generate_image_api:
         f"{OUT}/logs/generate_image_api/{{model}}/{{task}}/{{instance}}.log",
     wildcard_constraints:
         model=one_of(IMAGE_APIS),
+    localrule: True
     conda:
         "../envs/judge.yaml"
     resources:

@@ -32,6 +32,7 @@ def study_description():
             "instances": ROWS[condition]["task"].to_dict(),
             **clip,
             "runtime_min": spec.resources.get("runtime"),
+            "gpu_type": spec.resources.get("gpu_type"),
             "sample": next(iter(STUDY.videos.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }
@@ -53,6 +54,7 @@ def study_description():
             "width": width,
             "height": height,
             "runtime_min": spec.resources.get("runtime"),
+            "gpu_type": spec.resources.get("gpu_type"),
             "sample": next(iter(STUDY.images.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }
@@ -95,13 +97,15 @@ def start_status():
         config["prices"],
         shlex.join(options),
         logger.info,
+        judge_off=judge_off(),
     )
     logger.addHandler(writer)
     STATUS.append(writer)
 
 
-def finish_status():
-    """The last status and the run's costs (tables/costs.csv)."""
+def finish_status(failed=False):
+    """The last status, saying the run has ended (`failed`: in an error), and the run's
+    costs (tables/costs.csv)."""
     for writer in STATUS:
-        writer.finish()
+        writer.finish(failed)
         logger.removeHandler(writer)

@@ -92,8 +92,23 @@ def check_run_all(figures: dict, folder: Path, bench) -> None:
     assert "FAILED, exit code" not in child and child["wall s"] > 0
 
 
+def check_plan_cost(figures: dict, folder: Path, bench) -> None:
+    """The plan is config/paper.yaml's whole study at its prices: every video and image
+    model (one task's 15 instances each), its GPU-hours priced (the judge's tokens on top)."""
+    paper = bench("plan_cost").PAPER
+    *rows, total = figures["plan"]
+    assert [row["model"] for row in rows] == [*paper["models"], *paper["image_models"]]
+    assert {row["videos_left"] for row in rows} == {15} and total["model"] == "total"
+    assert figures["not_priced"] == []
+    gpu = {row["model"]: row for row in rows if row["gpu_hours_left"]}
+    assert {"wan22_i2v_a14b", "qwen_image_edit"} <= set(gpu)
+    for row in gpu.values():
+        assert row["cost_left"] > row["gpu_hours_left"] * paper["prices"]["gpu_hour"]["h100"]
+
+
 CHECKS = {
     "gallery_load": check_gallery_load,
     "gpu_generate": check_gpu_generate,
+    "plan_cost": check_plan_cost,
     "run_all": check_run_all,
 }

@@ -198,6 +198,18 @@ def test_rules3_4_8_verdict_replies_score_as_the_official_judge(run, rows, video
     assert score["flags"] == []
 
 
+@pytest.mark.parametrize("cut", [60, 110], ids=["inside the first entry", "after one entry"])
+def test_a_verdict_reply_cut_off_is_asked_again_never_scored(run, rows, video, cut):  # noqa: F811
+    """Its first span that parses (`[]`, the empty `by_range`) is not its checklist."""
+    whole = json.dumps(reply((1, 0), (2, 1), (3, 0), (4, 0)))
+    judge = Judge(tier=1, violations=[0, 1, 0, 0], bad_polish=[whole[:cut]])
+    documents, requests = run(judge, rows["sorting"], video)
+    assert len(by_kind(requests)["polish"]) == 2  # the cut-off reply, then the whole one
+    score = documents["score"]
+    assert score["status"] == "ok" and score["violations"] == [0, 1, 0, 0]
+    assert score["imputed_items"] == [] and score["flags"] == []
+
+
 def test_rules3_4_8_adjustments_counted():
     taken = take_verdict(reply((1, 0), (2, 3), (2, 1), (7, 0), (3, -1)), 4)
     assert taken["violations"] == [0, 1, 0, 1]

@@ -401,3 +401,11 @@ def test_strict_failures_a_failed_window_is_an_error_not_a_zero(run, rows, video
     assert score["reason"].startswith("rubric round 1 window 2: ")
     first, failed = documents["rubric"]["windows"]
     assert first["nominated"] == [4] and "schema" in failed["error"]
+
+
+def test_official_failures_a_video_whose_every_call_failed_is_an_error(run, rows, video):
+    """The official rules score around a failed call; with none answered, nothing is left."""
+    documents, requests = run(lambda received: "no JSON here", rows["sorting"], video)
+    score = documents["score"]
+    assert score["status"] == "error" and score["reason"].startswith("every call failed (")
+    assert score["final"] is None and score["calls"] == len(requests) > 0

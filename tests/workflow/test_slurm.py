@@ -4,7 +4,9 @@
 run with a GPU SLURM gave it (CUDA_VISIBLE_DEVICES, as SLURM's TaskProlog saw it); contact
 sheets to the CPU partition without one; the judge and the other localrules must run on the
 submit host. The squeue lines seen during the run are printed (`pytest -s`). A killed
-Snakemake leaves its SLURM jobs running; a rerun after they finish keeps their videos. A
+Snakemake leaves its SLURM jobs running; a rerun after they finish keeps their videos. The
+image branch: `generate_image` through sbatch to the GPU partition, `generate_image_api` on
+the submit host under the profile's `image_api` total. A
 video API job requeued mid-wait waits on the same operation. Every test that starts SLURM is
 in this module: xdist (`--dist loadscope`) runs it on one worker, one SLURM at a time.
 """
@@ -24,11 +26,13 @@ import yaml
 
 from tests.support.fake_video_api import API_KEY, FakeVideoAPI
 from tests.support.fake_vlm import FakeVLM
+from tests.support.image_doubles.server import API_KEY as IMAGE_KEY
+from tests.support.image_doubles.server import FakeImageAPI
 from tests.support.scripted_judge import Judge, Transitioner
 from tests.support.video_api_run import KEY_ENV, MODELS, api_config
 from tests.support.workflow import REPO, default_config, snakemake
 
-SQUEUE = "JobID:6,Partition:6,State:11,Comment:60,tres-per-job:14,NodeList:10"
+SQUEUE = "JobID:6,Partition:6,State:11,Comment:90,tres-per-job:14,NodeList:10"
 GENERATE = "rule_generate_wildcards_tiny_wan22_sorting_sorting_lv1_00{}"  # a job's comment
 
 
@@ -115,6 +119,40 @@ def test_profile_puts_generate_on_gpus_and_the_judge_on_the_submit_host(
     assert fake.requests
     scores = list((tmp_path / "results" / "tiny_wan22").glob("sorting/judge/*/score.json"))
     assert len(scores) == 2 and all(json.loads(p.read_text())["status"] == "ok" for p in scores)
+
+
+def test_profile_puts_image_pipelines_on_gpus_and_image_apis_on_the_submit_host(
+    slurm_cluster, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FAKE_IMAGE_KEY", IMAGE_KEY)
+    before = set(squeue(slurm_cluster))
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry["tiny_qwen_image_edit"]["resources"]["gpu"] = 1  # as the full-size ones ask
+    with FakeImageAPI() as fake_image:
+        registry["nano_banana_pro"] |= {
+            "api_key_env": "FAKE_IMAGE_KEY",
+            "base_url": fake_image.base_url("gemini_image"),
+        }
+        (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
+        config = default_config(tmp_path, tasks=["sorting"], levels=[1], subset="full")
+        config |= {"models": ["static_image"], "judge": {"enabled": False}}
+        config |= {"image_models": ["tiny_qwen_image_edit", "nano_banana_pro"]}
+        process = start(tmp_path, config | {"model_registry": str(tmp_path / "models.yaml")},
+                        "image_all")  # fmt: skip
+        watch(slurm_cluster, lambda _: process.poll() is not None)
+    log = (tmp_path / "run.log").read_text(encoding="utf-8")
+    assert process.wait() == 0, log[-4000:]
+    jobs = {job: line.split() for job, line in squeue(slurm_cluster).items() if job not in before}
+    assert sorted(fields[3] for fields in jobs.values()) == [
+        f"rule_generate_image_wildcards_tiny_qwen_image_edit_sorting_sorting_lv1_00{n}"
+        for n in (1, 2)
+    ]
+    for fields in jobs.values():
+        assert fields[1:3] == ["gpu", "COMPLETED"] and fields[4] == "gres:gpu:1", fields
+    assert log.count("localrule generate_image_api:") == 2, log[-4000:]  # on the submit host
+    assert re.search(r"Provided resources: .*image_api\D+4\b", log)  # the profile's cap
+    assert len(fake_image.sent) == 2
+    assert len(list((tmp_path / "results").glob("*/sorting/*/image.png"))) == 4
 
 
 def test_a_killed_snakemake_leaves_its_jobs_running_and_a_rerun_keeps_their_videos(

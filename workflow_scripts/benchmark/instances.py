@@ -36,6 +36,7 @@ COLUMNS = (
     "tier_standard",
     "gt_image",
     "gt_text",
+    "answer",
 )
 
 # A problem before it is attributed to instances: (what, path).
@@ -283,9 +284,10 @@ def _load_task(
                 "checklist": checklist,
                 "tier_standard": standard,
                 "gt_image": str(gt_image) if gt_image else None,
-                # an entry's `answer` is not shown: the official judge shows it only where
-                # the entry has no rubric list (then it is the goal, `rubric.goal_and_checklist`)
                 "gt_text": "\n\n".join(t for t in (task_desc, own_desc) if t) or None,
+                # the rubric entry's `answer`: the image judge's reference answer (Table 19);
+                # the video judge sees it only where the entry has no rubric list (as its goal)
+                "answer": rubric.as_text(entry["answer"]) if "answer" in entry else None,
             }
         )
     return rows

@@ -30,7 +30,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -108,12 +107,19 @@ class Request:
 
 
 def loads_reply(text: str, list_key: str | None = None):
-    """A reply's JSON as the official judge reads it: the whole text, else the first
-    `{...}` or `[...]` span in it that parses (fences, prose around it); a bare array is
-    `{list_key: array}` where the request names one. Raises Fault when nothing parses."""
-    candidates = [text]
-    spans = [re.search(p, text) for p in (r"\{[\s\S]*\}", r"\[[\s\S]*\]")]
-    candidates += [m[0] for m in sorted(filter(None, spans), key=lambda m: m.start())]
+    """A reply's JSON, read whole: the text itself, else its JSON value with prose or a
+    code fence around it (from its first bracket to the last matching one; after a
+    leading `[...]` that does not parse, the object's span); a bare array is
+    `{list_key: array}` where the request names one. An array inside an object that never
+    closes (a reply cut off mid-way) is never taken: such a reply raises Fault, and is
+    asked again, as is any reply where nothing parses."""
+    stripped = text.strip()
+    brace, bracket = stripped.find("{"), stripped.find("[")
+    candidates = [stripped]
+    if bracket >= 0 and (brace < 0 or bracket < brace):
+        candidates.append(stripped[bracket : stripped.rfind("]") + 1])
+    if brace >= 0:
+        candidates.append(stripped[brace : stripped.rfind("}") + 1])
     for candidate in candidates:
         try:
             data = json.loads(candidate)
@@ -122,7 +128,7 @@ def loads_reply(text: str, list_key: str | None = None):
         if isinstance(data, list) and list_key:
             return {list_key: data}
         return data
-    raise Fault("reply is not valid JSON")
+    raise Fault("reply is not valid JSON (or was cut off)")
 
 
 @dataclass

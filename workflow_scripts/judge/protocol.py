@@ -90,6 +90,7 @@ class _Judgement:
         self.versions: set[str] = set()
         self.errors: dict[str, list[str]] = {"completeness": [], "rubric": []}
         self.flags: list[str] = []  # failed calls the official rules score around
+        self.answered = 0  # calls that got a usable reply (cache hits included)
         self.completeness: dict = {"fps": protocol.completeness_fps}
         self.rubric: dict = {"windows": [], "round2_intervals": [], "polish": None}
 
@@ -101,6 +102,7 @@ class _Judgement:
             self.counts["calls"] += err.attempts
             self.tokens.update(err.usage)
             raise
+        self.answered += 1
         if reply.cached:
             self.counts["cached_calls"] += 1
         else:
@@ -265,6 +267,8 @@ class _Judgement:
             return {"status": "error", "reason": "; ".join(errors)} if errors else {"status": "ok"}
 
         errors = self.errors["completeness"] + self.errors["rubric"]
+        if self.flags and not self.answered:  # nothing the official rules could score around
+            errors = [*errors, f"every call failed ({'; '.join(self.flags)})"]
         if errors or "violations" not in self.rubric:
             score = dict.fromkeys(SCORE_KEYS)
         else:

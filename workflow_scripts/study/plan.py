@@ -4,7 +4,8 @@ For each run key: videos made and left; GPU-hours left at the measured seconds p
 of the run's videos already made (`generation.json`), else of the model's other runs,
 else the registry's `resources.runtime` (minutes on an H20, bench/runtimes.py); the VLM
 calls and tokens left for every stage whose document is missing (`documents.Study.stages`);
-their price at `prices`; the disk the run takes once finished.
+their price at `prices` (what it does not price is named below the table); the disk the
+run takes once finished.
 
 Calls per video: measured (calls and cache hits per document of that run and stage) where
 documents exist, else derived from the judge protocol at the clip's length and rate
@@ -37,7 +38,7 @@ from workflow_scripts.judge.frames import samples
 from workflow_scripts.judge.protocol import windows
 from workflow_scripts.judge.settings import Protocol
 from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
-from workflow_scripts.study.prices import token_cost, total, video_price
+from workflow_scripts.study.prices import token_cost, total, unpriced, video_price
 from workflow_scripts.study.tally import Tally, run_tallies
 
 COLUMNS = ["model", "videos_done", "videos_left", "gpu_hours_left", "calls_left",
@@ -120,13 +121,20 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def seconds_per_video(study: Study, run, tallies: Mapping[str, Tally]) -> float:
-    """Measured seconds per video of the run, else of the model's runs, else the registry's."""
+def measured_seconds(study: Study, run, tallies: Mapping[str, Tally]) -> float | None:
+    """Mean measured seconds per video of the run, else of the model's runs; None before
+    any of them is made."""
     for runs in ([run], [r for r in study.runs.values() if r.model == run.model]):
         measured = [tallies[r.key] for r in runs]
         if count := sum(t.measured for t in measured):
             return sum(t.seconds for t in measured) / count
-    return 60.0 * (run.runtime_min or 60)
+    return None
+
+
+def seconds_per_video(study: Study, run, tallies: Mapping[str, Tally]) -> float:
+    """Measured seconds per video (`measured_seconds`), else the registry's runtime."""
+    measured = measured_seconds(study, run, tallies)
+    return 60.0 * (run.runtime_min or 60) if measured is None else measured
 
 
 def per_call(study: Study, tallies: Mapping[str, Tally]) -> dict:
@@ -257,6 +265,8 @@ def plan_job(smk) -> None:
         + table.to_string(index=False, na_rep="")
         + "\n"
     )
+    if missing := unpriced(study, smk.params.prices):
+        text += "\ncost_left and its total leave out:\n" + "".join(f"  {m}\n" for m in missing)
     print(text, flush=True)
     Path(smk.log[0]).parent.mkdir(parents=True, exist_ok=True)
     Path(smk.log[0]).write_text(text, encoding="utf-8")

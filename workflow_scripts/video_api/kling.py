@@ -53,7 +53,7 @@ class Provider(VideoProvider):
         "negative_prompt": Setting(str),
     }
     SIZE_SETTING = "mode"  # the video keeps the image's aspect; mode fixes its resolution
-    FPS = 30  # not in Kling's API: as gateways list kling-v3's videos
+    FPS = 24  # not in Kling's API: the paper's Table 10
 
     @classmethod
     def resolution(cls, generation: dict) -> str:
