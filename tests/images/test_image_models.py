@@ -3,7 +3,8 @@ image API (Nano Banana Pro through the real google-genai SDK, against the local 
 its REST protocol) and a local tiny image pipeline, over the bundled examples' tasks that
 ship an image prompt, judged by the FakeVLM. The run is killed while the API has requests in
 flight, then run again: every request answered before the kill is taken from the kept
-replies, never sent again."""
+replies, never sent again; those the kill cut off may have been paid, so the rerun fails on
+them without a request, and `image_api={resubmit: true}` sends each once more."""
 
 from __future__ import annotations
 
@@ -88,10 +89,15 @@ def run(tmp_path_factory):
         assert unlock.returncode == 0, unlock.stdout[-3000:]
         fake_image.unscript()  # the rest answered at once
         # as after any kill: a job it cut off (a judge's, if one had started) is incomplete
-        result = snakemake(workdir, config, "image_all", "--rerun-incomplete")
+        result = snakemake(workdir, config, "image_all", "--rerun-incomplete", "--keep-going")
+        assert result.returncode != 0 and "it may have been taken and paid" in result.stdout
+        first_time = fake_image.sent[sent_at_the_kill:]  # the instances the kill kept unsent
+        before = len(fake_image.sent)
+        result = snakemake(workdir, config, "image_all", "--config", "image_api={resubmit: true}")
         assert result.returncode == 0, result.stdout[-3000:]
-        resent = fake_image.sent[sent_at_the_kill:]
-    return {"out": workdir / "results", "plan": plan, "answered": answered, "resent": resent}
+        cut_off = fake_image.sent[len(answered) : sent_at_the_kill]
+    return {"out": workdir / "results", "plan": plan, "answered": answered, "cut_off": cut_off,
+            "first_time": first_time, "resent": fake_image.sent[before:]}  # fmt: skip
 
 
 def digest(sent) -> str:
@@ -99,11 +105,15 @@ def digest(sent) -> str:
 
 
 def test_no_request_answered_before_the_kill_is_sent_again(run):
-    answered, resent = run["answered"], run["resent"]
-    assert len(answered) == ANSWERED_BEFORE_THE_KILL
-    assert not {digest(s) for s in answered} & {digest(s) for s in resent}
-    # each instance's image asked for once, but those cut off in flight by the kill
-    assert len(answered) + len(resent) == len(INSTANCES)
+    answered, cut_off, first_time = run["answered"], run["cut_off"], run["first_time"]
+    assert len(answered) == ANSWERED_BEFORE_THE_KILL and cut_off
+    # each instance's image asked for once before the user's word: none answered or cut off
+    # by the kill was sent by the rerun, which sent only those never sent
+    sent = [*answered, *cut_off, *first_time]
+    assert sorted(map(digest, sent)) == sorted(set(map(digest, sent)))
+    assert len(sent) == len(INSTANCES)
+    # then those cut off in flight by the kill, sent once more on the user's word, each once
+    assert sorted(map(digest, cut_off)) == sorted(map(digest, run["resent"]))
     for instance in INSTANCES:
         task = instance.rsplit("_lv", 1)[0]
         meta = run["out"] / "nano_banana_pro" / task / instance / "generation.json"

@@ -83,6 +83,7 @@ class FakeVideoAPI:
         self.requests: list[tuple[str, str, int]] = []  # method, path, status
         self.keys: set[str | None] = set()
         self.throttle = 0
+        self.taken_then: list[int] = []  # the next submissions: taken, then answered so (502)
         self.retired: set[str] = set()  # model ids past their shutdown date
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -175,7 +176,14 @@ class FakeVideoAPI:
         if throttled:
             message = "Quota exceeded for video requests; please retry in 1s"
             return self._reply(handler, method, 429, double.error(429, message), retry=1)
+        made = len(self.submissions)
         status, answer = double.handle(self, method, match, body, handler.headers)
+        with self._lock:
+            gateway = (
+                self.taken_then.pop(0) if len(self.submissions) > made and self.taken_then else None
+            )
+        if gateway is not None:  # the operation made (and billed), the answer lost upstream
+            status, answer = gateway, double.error(gateway, "upstream answered too late")
         self._reply(handler, method, status, answer)
 
     def _reply(self, handler, method, status, answer, retry: float | None = None) -> None:

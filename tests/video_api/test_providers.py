@@ -17,7 +17,8 @@ from tests.support.video_doubles.kling import BLOCKED
 from vgi_models.registry import load_registry
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.common.pacing import SharedRateLimit
-from workflow_scripts.video_api.operation import NotResumable, Operation, not_taken
+from workflow_scripts.paid.retry import not_taken
+from workflow_scripts.video_api.operation import NotResumable, Operation
 from workflow_scripts.video_api.provider import RetiredModel, Retry
 from workflow_scripts.video_api.providers import open_provider
 

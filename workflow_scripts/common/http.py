@@ -42,6 +42,16 @@ def answer_of(status: int, message: str = "") -> Answer:
     return Answer.NOT_FOUND if status == 404 else Answer.REQUEST
 
 
+def may_have_been_taken(status: int) -> bool:
+    """Whether an HTTP error answer to a paid request (an image, a video submission) leaves
+    open that the service took it: any 5xx (500, 502, 503, 504, ...) comes after the body
+    was sent, and a gateway's 502/504 may come after the model behind it took the request.
+    None of the providers documents a 5xx as "not processed" (OpenAI's and Gemini's
+    overloaded 503 say only "try again later"), so none is sent again without the user's
+    word. A 408 or 429 is an answer that the request was not served: sent again."""
+    return status >= 500
+
+
 def retry_after(headers, body) -> float | None:
     """Seconds the server asked to wait: Retry-After, Google's RetryInfo (`retryDelay`), or
     'retry in Xs' in its message (`body`: the message, or the error's JSON)."""

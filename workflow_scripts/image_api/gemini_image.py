@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting, sized
-from workflow_scripts.video_api.provider import image_payload
+from workflow_scripts.paid.inputs import image_payload
 
 # ImageConfig's values as google-genai documents them
 ASPECTS = ("1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9")
@@ -27,6 +27,8 @@ def _name(value) -> str:
 
 class Provider(ImageProvider):
     """Gemini image generation: ImageConfig's fields, and the request's `seed`."""
+
+    CONSOLE = "https://aistudio.google.com/usage"
 
     SETTINGS = {
         "aspect_ratio": Setting(str, ASPECTS, required=True),
@@ -69,7 +71,7 @@ class Provider(ImageProvider):
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason:
             why = feedback.block_reason_message or "the prompt was blocked"
-            raise Refused(f"{_name(feedback.block_reason)}: {why}")
+            raise Refused(f"{_name(feedback.block_reason)}: {why}", billed=True)
         candidate = (response.candidates or [None])[0]
         content = candidate and candidate.content
         parts = [part for part in (content and content.parts) or [] if not part.thought]
@@ -83,7 +85,7 @@ class Provider(ImageProvider):
         finish = _name(candidate.finish_reason) if candidate and candidate.finish_reason else None
         text = " ".join(part.text for part in parts if part.text)
         why = (candidate and candidate.finish_message) or text or "no image in the answer"
-        raise Refused(f"{finish or 'no candidate'}: {why}"[:300])
+        raise Refused(f"{finish or 'no candidate'}: {why}"[:300], billed=True)
 
     def _call(self, **request):
         import httpx2

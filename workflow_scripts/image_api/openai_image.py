@@ -7,13 +7,20 @@ as a content policy's code; any other error answer is the service's failure.
 
 from __future__ import annotations
 
-import base64
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import ServiceError, openai_client
-from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting
-from workflow_scripts.video_api.provider import image_mime, image_payload
+from workflow_scripts.common.http import openai_client
+from workflow_scripts.image_api.provider import (
+    ImageProvider,
+    NoImage,
+    Refused,
+    Retry,
+    Setting,
+    from_base64,
+    reply_bytes,
+)
+from workflow_scripts.paid.inputs import image_mime, image_payload
 
 REFUSALS = ("moderation_blocked", "content_policy_violation")
 STANDARD = ("1024x1024", "1536x1024", "1024x1536", "auto")
@@ -22,6 +29,8 @@ MAX_SIDE, MAX_PIXELS = 3840, 3840 * 2160
 
 class Provider(ImageProvider):
     """GPT Image: images.edit's parameters (`n` is always 1)."""
+
+    CONSOLE = "https://platform.openai.com/usage"
 
     SETTINGS = {
         "size": Setting(str, required=True),  # STANDARD, or any WxH the rules allow
@@ -69,15 +78,15 @@ class Provider(ImageProvider):
             body = error.body
             message = (body.get("message") if isinstance(body, dict) else None) or error.message
             if error.status_code == 400 and error.code in REFUSALS:
-                raise Refused(f"{message} ({error.code})") from None
+                raise Refused(f"{message} ({error.code})", billed=True) from None
             headers = error.response.headers
             raise self.error_for(error.status_code, message, headers, error.code) from None
         except openai.APIConnectionError as error:
             cause = error.__cause__ or error
             raise Retry.unanswered(cause) from None
         if not answer.data or not answer.data[0].b64_json:
-            raise ServiceError("the answer holds no image (data[0].b64_json)")
-        return base64.b64decode(answer.data[0].b64_json)
+            raise NoImage("the answer holds no image (data[0].b64_json)", reply_bytes(answer))
+        return from_base64(answer.data[0].b64_json, answer)
 
     def close(self) -> None:
         self.client.close()

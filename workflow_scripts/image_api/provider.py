@@ -3,13 +3,17 @@ provider in its own module of this package (registered in `providers.PROVIDERS`)
 
 The class side is the video providers' (`SettingChecks`: `SETTINGS` and the checks of a
 registry entry's settings), read with no SDK imported. The instance is one job's client:
-`generate(image, prompt)` returns the image as PNG bytes, raises `Refused` with the
-provider's reason where the service answered without an image (a safety filter, a
-policy: a finished, billed answer), `ServiceError` where it failed (a refused key, a bad
-request), and `Retry` where it still answered 429 or 5xx after every attempt, or where no
-answer came to a request that may have been taken (never sent again: a second payment).
-Each request the SDK sends is counted in `requests` and, given `pace`, in the run's
-shared window right before it goes out.
+`generate(image, prompt)` returns the image's bytes as the service sent them (the job
+keeps them before `as_png` converts them), raises `Refused` with the provider's reason
+where the service answered without an image (a safety filter, a policy: a finished, billed
+answer), `NoImage` where it answered 2xx without an image it could hand over (billed),
+`ServiceError` where it answered an error that says it did not take the request (a refused
+key, a bad request), and `Retry` where it still answered 408 or 429 after every attempt or
+never connected (`unsure` False: not taken), or where it may have taken the request
+(`unsure`: no answer, a 5xx after the body was sent, an answer that could not be read;
+never sent again without the user's word: a second payment). Each request the SDK sends is
+counted in `requests` and, given `pace`, in the run's shared window right before it goes
+out. `CONSOLE` names where the user sees what was billed.
 """
 
 from __future__ import annotations
@@ -19,10 +23,28 @@ import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
-from workflow_scripts.video_api.provider import Refused, Retry, Setting, SettingChecks
+from workflow_scripts.common.http import (
+    Answer,
+    ServiceError,
+    answer_of,
+    may_have_been_taken,
+    request_hooks,
+    retry_after,
+)
+from workflow_scripts.paid.errors import Refused, Retry
+from workflow_scripts.paid.settings import Setting, SettingChecks
 
-__all__ = ["ImageProvider", "Refused", "Retry", "Setting", "as_png", "sized"]
+__all__ = [
+    "ImageProvider",
+    "NoImage",
+    "Refused",
+    "Retry",
+    "Setting",
+    "as_png",
+    "from_base64",
+    "reply_bytes",
+    "sized",
+]
 
 ATTEMPTS = 5
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -35,20 +57,51 @@ def sized(k: str, aspect: float = ASPECT) -> tuple[int, int]:
     return round((pixels * aspect) ** 0.5), round((pixels / aspect) ** 0.5)
 
 
+class NoImage(Exception):
+    """The service answered 2xx (the request taken and billed) without an image it could hand
+    over: `reason`, and `reply` (bytes: the answer as the SDK read it) kept as its trace."""
+
+    def __init__(self, reason: str, reply: bytes = b"") -> None:
+        super().__init__(reason)
+        self.reason, self.reply = reason, reply
+
+
+def from_base64(text: str, answer) -> bytes:
+    """The image in an answer's base64 field `text`; `NoImage` where it is not base64 (the
+    answer, `answer`'s JSON where the SDK gives one, kept as its trace)."""
+    import base64
+
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:
+        raise NoImage("the answer's image is not base64", reply_bytes(answer)) from None
+
+
+def reply_bytes(answer) -> bytes:
+    """An SDK's answer as bytes to keep: its JSON where it is a pydantic model, else repr."""
+    dump = getattr(answer, "model_dump_json", None)
+    return (dump() if dump else repr(answer)).encode()
+
+
 def as_png(data: bytes) -> bytes:
-    """An image's bytes as PNG (a JPEG or WebP re-encoded; a PNG as it came)."""
-    if data.startswith(PNG):
-        return data
+    """An image's bytes as PNG (a JPEG or WebP re-encoded; a PNG as it came, once it
+    decodes); an error (PIL's, or ValueError) where they are no image."""
     from PIL import Image
 
-    out = io.BytesIO()
-    Image.open(io.BytesIO(data)).save(out, format="PNG")
+    with Image.open(io.BytesIO(data)) as picture:
+        picture.load()  # the whole image decodes
+        if data.startswith(PNG):
+            return data
+        out = io.BytesIO()
+        picture.save(out, format="PNG")
     return out.getvalue()
 
 
 class ImageProvider(SettingChecks, ABC):
-    """An image model's service (the module docstring); a subclass fills in `SETTINGS` and
-    every abstract method."""
+    """An image model's service (the module docstring); a subclass fills in `SETTINGS`,
+    `CONSOLE` and every abstract method."""
+
+    CONSOLE = "the provider's console"  # where the user sees the requests billed
 
     @classmethod
     def nominal_size(cls, generation: dict) -> tuple[int, int] | None:
@@ -68,20 +121,32 @@ class ImageProvider(SettingChecks, ABC):
         self.requests += 1
 
     def generate(self, image: Path, prompt: str) -> bytes:
-        """The image made of `image` and `prompt`, as PNG; a request not taken (429, 5xx,
-        never connected) is sent again after the server's hint or a backoff."""
-        from workflow_scripts.video_api.operation import sent_again_if_not_taken  # tenacity
+        """The image made of `image` and `prompt`, its bytes as the service sent them; a
+        request not taken (408, 429, never connected) is sent again after the server's hint
+        or a backoff. An error of no known kind once a request went out (an answer that
+        could not be read) is unsure: it may have been taken."""
+        from workflow_scripts.paid.retry import sent_again_if_not_taken  # tenacity
 
         retrying = sent_again_if_not_taken("request", ATTEMPTS)
-        return as_png(retrying(self.request, Path(image), prompt))
+        try:
+            return retrying(self.request, Path(image), prompt)
+        except (Refused, NoImage, ServiceError, Retry):
+            raise
+        except Exception as error:
+            if not self.requests:
+                raise
+            reason = f"the answer could not be read ({type(error).__name__}: {error})"[:300]
+            raise Retry(reason, unsure=True) from error
 
     def error_for(self, status: int, message: str, headers=None, code: str | None = None,
                   details=None) -> Exception:  # fmt: skip
         """The exception for an HTTP error answer: `Retry` (with the server's hint, from its
-        headers, `details` or message) for 408, 429, 5xx, else `ServiceError`."""
+        headers, `details` or message) for 408, 429 (not taken), and unsure for a 5xx (it
+        may have been taken: `may_have_been_taken`), else `ServiceError`."""
         reason = f"HTTP {status}{f' {code}' if code else ''}: {message}"[:300]
         if answer_of(status, message) is Answer.RETRY:
-            return Retry(reason, retry_after(headers, details or message))
+            after = retry_after(headers, details or message)
+            return Retry(reason, after, unsure=may_have_been_taken(status))
         return ServiceError(reason)
 
     @abstractmethod

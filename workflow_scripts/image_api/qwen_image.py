@@ -25,8 +25,16 @@ import re
 from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError, dashscope_client, dashscope_refusal
-from workflow_scripts.image_api.provider import ATTEMPTS, ImageProvider, Refused, Retry, Setting
-from workflow_scripts.video_api.provider import data_uri
+from workflow_scripts.image_api.provider import (
+    ATTEMPTS,
+    ImageProvider,
+    NoImage,
+    Refused,
+    Retry,
+    Setting,
+)
+from workflow_scripts.paid.download import LinkGone, fetch
+from workflow_scripts.paid.inputs import data_uri
 
 SERVICE = "/services/aigc/multimodal-generation/generation"
 PIXELS = (512 * 512, 2048 * 2048)  # Qwen-Image 2.0 and 3.0: a size's bounds, in pixels
@@ -57,6 +65,8 @@ def size_problem(model_id: str, size: str) -> str | None:
 class Provider(ImageProvider):
     """Qwen-Image on Model Studio: the multimodal-generation service's parameters (one image,
     as a signed link)."""
+
+    CONSOLE = "https://modelstudio.console.alibabacloud.com (Billing, Usage)"
 
     SETTINGS = {
         "size": Setting(str),  # WIDTH*HEIGHT within the model's rule
@@ -94,34 +104,23 @@ class Provider(ImageProvider):
         except errors.APIStatusError as error:
             status, code, message = error.status_code, error.code, error.message
             if status == 400 and dashscope_refusal(code):
-                raise Refused(f"{message} ({code})") from None
+                raise Refused(f"{message} ({code})", billed=True) from None
             raise self.error_for(status, message, error.headers, code) from None
         choices = (answer.json().get("output") or {}).get("choices") or [{}]
         parts = (choices[0].get("message") or {}).get("content") or []
         links = [part["image"] for part in parts if isinstance(part, dict) and part.get("image")]
         if not links:
-            raise ServiceError("the answer holds no image (output.choices[0].message.content)")
+            reason = "the answer holds no image (output.choices[0].message.content)"
+            raise NoImage(reason, answer.content)
         return self.download(links[0])
 
     def download(self, url: str) -> bytes:
-        """The image behind the answer's signed link, fetched without the key: sent again
-        where it failed (a GET costs nothing); where it still fails, the image was billed."""
-        import httpx
-
-        from workflow_scripts.video_api.operation import sent_again_if_not_taken  # tenacity
-
-        def get() -> bytes:
-            try:
-                answer = self.downloads.get(url)
-            except httpx.TransportError as error:
-                raise Retry(f"{type(error).__name__}: {error}") from None
-            if answer.is_error:  # a 5xx may pass; a refused or expired link will not
-                raise Retry(f"HTTP {answer.status_code}", unsure=answer.status_code < 500)
-            return answer.content
-
+        """The image behind the answer's signed link, fetched without the key (`fetch`: sent
+        again where it failed, a GET costs nothing); where it still fails or the link is
+        gone, the image was made and billed: unsure, never asked for again on its own."""
         try:
-            return sent_again_if_not_taken("image download", ATTEMPTS)(get)
-        except Retry as error:
+            return fetch(self.downloads, url, "the image's link", ATTEMPTS)
+        except (LinkGone, Retry, ServiceError) as error:
             reason = f"the image was made, but its link could not be read ({error})"
             raise Retry(reason, unsure=True) from None
 

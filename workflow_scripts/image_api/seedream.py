@@ -11,13 +11,21 @@ for the image it made: a refusal. Any other error answer is the service's failur
 
 from __future__ import annotations
 
-import base64
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import ServiceError, ark_client
-from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting, sized
-from workflow_scripts.video_api.provider import data_uri
+from workflow_scripts.common.http import ark_client
+from workflow_scripts.image_api.provider import (
+    ImageProvider,
+    NoImage,
+    Refused,
+    Retry,
+    Setting,
+    from_base64,
+    reply_bytes,
+    sized,
+)
+from workflow_scripts.paid.inputs import data_uri
 
 REFUSAL = "SensitiveContentDetected"  # in an error code: the safety filter
 PRESETS = ("2K", "4K")
@@ -27,6 +35,8 @@ RATIO = 16  # the widest aspect either way
 
 class Provider(ImageProvider):
     """Seedream: images.generate's settings (one image, returned as base64)."""
+
+    CONSOLE = "https://console.byteplus.com/ark (Billing, Bills)"
 
     SETTINGS = {
         "size": Setting(str, required=True),  # PRESETS, or WIDTHxHEIGHT the rules allow
@@ -72,14 +82,14 @@ class Provider(ImageProvider):
             body = error.body if isinstance(error.body, dict) else {}
             message, code = body.get("message") or error.message, error.code
             if error.status_code == 400 and REFUSAL in (code or ""):
-                raise Refused(f"{message} ({code})") from None
+                raise Refused(f"{message} ({code})", billed=True) from None
             headers = error.response.headers
             raise self.error_for(error.status_code, message, headers, code) from None
         except ArkAPIConnectionError as error:
             raise Retry.unanswered(error.__cause__ or error) from None
         if not answer.data or not answer.data[0].b64_json:
-            raise ServiceError("the answer holds no image (data[0].b64_json)")
-        return base64.b64decode(answer.data[0].b64_json)
+            raise NoImage("the answer holds no image (data[0].b64_json)", reply_bytes(answer))
+        return from_base64(answer.data[0].b64_json, answer)
 
     def close(self) -> None:
         self.client.close()

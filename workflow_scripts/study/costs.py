@@ -1,8 +1,9 @@
 """`tables/costs.csv`: what a run spent, per model and per stage that spent it.
 
-One row per (model, judge): `generate` (the generate jobs' GPU-hours; for a video API
-model its submissions as `calls` and its cost from the ledger, for an image API model its
-images: `prices.generation_spent`),
+One row per (model, judge): `generate` (the generate jobs' GPU-hours; for an API model,
+video or image, its paid requests as `calls` and their cost from the one ledger of paid
+requests, billed refusals, billed failures and unsure attempts included:
+`prices.generation_spent`),
 then each VLM stage (`main`, each variant of `judges:`, `labels` for the transition labels,
 `checkpoints` for judge.checkpoints), summing the calls, cache hits and tokens its
 documents record (`tally`) and pricing the tokens at the stage's VLM model's price
@@ -17,11 +18,11 @@ from collections.abc import Mapping
 import pandas as pd
 
 from vgi_models.registry import API
+from workflow_scripts.paid.ledger import COLUMNS as LEDGER_COLUMNS
+from workflow_scripts.paid.ledger import read_ledger
 from workflow_scripts.study.documents import GENERATE, Study
 from workflow_scripts.study.prices import generation_spent, token_cost
 from workflow_scripts.study.tally import Tally
-from workflow_scripts.video_api.ledger import COLUMNS as LEDGER_COLUMNS
-from workflow_scripts.video_api.ledger import read_ledger
 
 COLUMNS = ["model", "judge", "gpu_hours", "calls", "cached_calls", "input_tokens",
            "output_tokens", "cost"]  # fmt: skip
@@ -34,7 +35,7 @@ def gpu_hours(run, count: Tally) -> float:
 
 
 def study_ledger(study: Study) -> pd.DataFrame:
-    """The cost ledger of the study's video API submissions (none read without API runs)."""
+    """The ledger of the study's paid requests (none read without API runs)."""
     if any(run.kind == API for run in study.runs.values()):
         return read_ledger(study.outdir)
     return pd.DataFrame(columns=LEDGER_COLUMNS)

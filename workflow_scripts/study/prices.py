@@ -6,7 +6,8 @@
 - a GPU-hour of a model the workflow runs on a GPU: `prices.gpu_hour`, one price for every
   GPU or prices by GPU type (the model's registry `resources.gpu_type`, any case);
 - an image of an image API model (`source: api`, `output: image`): `prices.images[<model
-  id>]`, once per image made (a rerun takes its kept reply);
+  id>]`, once per paid request the ledger records (an image, a billed refusal or failure, an
+  unsure attempt; a rerun takes its kept reply and adds none);
 - tokens of a VLM model: `prices.tokens[<model>]` (`input`, `output`, per million);
 - a model whose videos were made elsewhere (`source: videos`) has nothing to make.
 
@@ -71,12 +72,13 @@ def image_price(run, prices: Mapping) -> float | None:
 
 
 def generation_spent(run, gpu_hours: float, prices: Mapping, ledger: pd.DataFrame, made=0):
-    """(submissions, cost) of the videos `run` made: a video API's from the cost `ledger`
-    (its records of this run key; cost None where a record is not priced); an image API's,
-    its `made` images at its price; else no submissions and the GPU-hours' price."""
+    """(paid requests, cost) of what `run` made: an API model's, video or image, from the
+    `ledger` (its records of this run key; cost None where a record is not priced); an image
+    API's without any record (made before images were recorded), its `made` images at its
+    price; else no requests and the GPU-hours' price."""
     if not run.generates or run.kind == STATIC:
         return 0, 0.0
-    if run.kind == API and run.output == "image":
+    if run.kind == API and run.output == "image" and not (ledger["model"] == run.key).any():
         price = image_price(run, prices)
         return made, None if price is None else made * price
     if run.kind == API:

@@ -40,6 +40,7 @@ from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
 from workflow_scripts.common.redact import redact
+from workflow_scripts.paid.attempt import resend_config
 from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
 from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
 from workflow_scripts.study.plan import learn, measured_seconds, plan_row
@@ -55,6 +56,7 @@ MODELS = ["model", "videos", "generated", "judged", "labelled", "labels", "makin
           "plan_tokens", "plan_cost"]  # fmt: skip
 STAGE_FOLDER = {LABELS: "transitions", CHECKPOINTS: "judge_checkpoints", IMAGE: "judge_image"}
 GENERATE_RULES = ("generate", "generate_api")
+PAID_RULES = {"generate_api": "video_api", "generate_image_api": "image_api"}  # -> resubmit's
 
 
 def stage_target(study: Study, run_key: str, task: str, stage: str) -> Path:
@@ -73,16 +75,20 @@ def task_instances(study: Study) -> dict[tuple[str, str], list[str]]:
     return found
 
 
+def with_resend(rerun: str, branch: str) -> str:
+    """`rerun` with the user's word that sends a paid request again (`--config` last)."""
+    return rerun + ("" if " --config " in rerun else " --config") + f" '{resend_config(branch)}'"
+
+
 def errors_of(study: Study, run, task: str, count: Tally, rerun: str) -> list[list]:
     """The errors the documents of a (run, task) record, each with its rerun command."""
     rows = []
     for instance, stage, reason in count.errors:
-        if stage == "generate":  # an API's refusal: resubmitted ({rerun} may end in --config)
-            video = study.generation(run, instance).with_name("video.mp4")
-            resubmit = ("" if " --config " in rerun else " --config") + (
-                " 'video_api={resubmit: true}'"
-            )
-            command = f"snakemake {shlex.quote(str(video))} --force {rerun}{resubmit}"
+        if stage == "generate":  # an API's refusal: asked again ({rerun} may end in --config)
+            image = run.output == "image"
+            made = study.generation(run, instance).with_name("image.png" if image else "video.mp4")
+            branch = "image_api" if image else "video_api"
+            command = f"snakemake {shlex.quote(str(made))} --force {with_resend(rerun, branch)}"
         else:
             target = shlex.quote(str(stage_target(study, run.key, task, stage)))
             command = f"snakemake {target} --force {rerun}"
@@ -185,7 +191,12 @@ def progress(study: Study, counts: dict[tuple[str, str], Tally], jobs: list[dict
         if job["state"] == "failed":
             wildcards = job["wildcards"]
             where = [wildcards.get(k, "") for k in ("model", "task", "instance")]
-            command = f"snakemake {shlex.quote(job['target'])} {rerun}"
+            branch = PAID_RULES.get(job["rule"])
+            if branch and f"--config '{resend_config(branch)}'" in job["reason"]:
+                # a paid request that may have been taken: the job named the user's word
+                command = f"snakemake {shlex.quote(job['target'])} {with_resend(rerun, branch)}"
+            else:
+                command = f"snakemake {shlex.quote(job['target'])} {rerun}"
             errors.append([*where, job["rule"], job["reason"], command])
     table = pd.DataFrame(rows, columns=COLUMNS)
     models = model_rows(study, table, tallies, jobs, prices, lanes or {})

@@ -26,12 +26,14 @@ from workflow_scripts.common.http import ServiceError
 from workflow_scripts.common.layout import RESUME, parse_run_key, run_folder
 from workflow_scripts.common.logs import fail_job, job_log
 from workflow_scripts.common.pacing import SharedRateLimit
-from workflow_scripts.video_api.ledger import record
+from workflow_scripts.paid.attempt import resend_command, unsure_advice
+from workflow_scripts.video_api.ledger import LEDGER, record
 from workflow_scripts.video_api.operation import NotResumable, Operation
 from workflow_scripts.video_api.provider import Retry
 from workflow_scripts.video_api.providers import open_provider, resolution_of, seconds_of
 
 FAILURE = "Video API failure: "
+BRANCH = "video_api"  # the config's section, and its `resubmit`
 
 
 def generate_api_job(smk) -> None:
@@ -54,14 +56,33 @@ def generate_api_job(smk) -> None:
         pace = limit and SharedRateLimit(Path(outdir) / RESUME / f"rate_{spec.model_id}", limit)
         client = open_provider(spec, key, pace)
         started = time.perf_counter()
+        operation = Operation(state, client, options["resubmit"])
+
+        def unsure_record() -> None:
+            """The ledger's record of a submission left `submitting` (one a rerun rewrites)."""
+            since = (operation.state or {}).get("since")
+            if (operation.state or {}).get("status") == "submitting":
+                name = "unsure-" + since.replace(":", "").replace("+", "_")
+                record(outdir, spec, run, task, instance, None, config["prices"], "unsure", name)
+
         try:
-            operation = Operation(state, client, options["resubmit"])
             outcome = operation.run(
                 image, prompt,
                 lambda op: record(outdir, spec, run, task, instance, op, config["prices"]),
                 options["poll_s"], options["timeout_min"] * 60,
             )  # fmt: skip
-        except (NotResumable, ServiceError, Retry, TimeoutError) as error:
+        except Retry as error:
+            if error.unsure:  # a submission that may have been taken: `submitting` stays
+                unsure_record()
+                where = f"{client.CONSOLE}; the ledger {Path(outdir) / LEDGER / run}"
+                what = f"the submission got no operation id back ({error})"
+                error = unsure_advice(what, state, where, video, BRANCH)
+            fail_job(f"{FAILURE}{instance} ({spec.key}): {error}")
+        except NotResumable as error:
+            unsure_record()
+            command = resend_command(video, BRANCH)
+            fail_job(f"{FAILURE}{instance} ({spec.key}): {error}. The command: {command}")
+        except (ServiceError, TimeoutError) as error:
             fail_job(f"{FAILURE}{instance} ({spec.key}): {error}")
         finally:
             client.close()

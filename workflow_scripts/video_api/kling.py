@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workflow_scripts.common.http import ServiceError
+from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.video_api.provider import (
     Outcome,
     Refused,
     Retry,
     Setting,
+    UnknownOperation,
     VideoProvider,
     image_payload,
 )
@@ -118,11 +120,10 @@ class Provider(VideoProvider):
 
     def download(self, url: str) -> bytes:
         """The video's bytes from its link (no token: the link is the CDN's)."""
-        response = self._send("GET", url, follow_redirects=True)
-        if response.is_error:
-            message = response.text[:200] or response.reason_phrase
-            raise self.error_for(response.status_code, message, response.headers, known_id=True)
-        return response.content
+        try:
+            return fetch(self.http, url, "the video's link")
+        except LinkGone as error:
+            raise UnknownOperation(f"{error}; videos are kept 30 days") from None
 
     def _token(self) -> str:
         """A fresh token: HS256, signed with the secret key, `iss` the access key."""
@@ -152,7 +153,7 @@ class Provider(VideoProvider):
             return body["data"]
         message = body.get("message") or response.reason_phrase
         if code == CONTENT_POLICY and method == "POST":
-            raise Refused(f"{message} (code {code})")
+            raise Refused(f"{message} (code {code})", billed=False)
         if code in ACCOUNT:
             raise ServiceError(f"HTTP {response.status_code} {code}: {message}")
         code = None if code is None else str(code)

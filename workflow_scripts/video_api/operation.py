@@ -14,9 +14,12 @@ atomically at each turn:
    stops the job with a message; only `resubmit` (the user's `video_api.resubmit: true`)
    submits again, as it does for a forced rerun of a refused or failed one. A submission
    the service refuses outright (`Refused`: no operation made, none billed) is `done` with
-   no operation and the refusal as its outcome. A request the
-   provider answered with 429 or 5xx, or that never connected, was not taken: it is sent
-   again after the server's hint or a backoff (tenacity: `SUBMISSION`).
+   no operation and the refusal as its outcome. A request the provider answered with 408
+   or 429, or that never connected, was not taken: it is sent again after the server's
+   hint or a backoff (tenacity: `SUBMISSION`). One answered with a 5xx, or not at all, or
+   whose answer could not be read (a 2xx without an operation id) may have been taken:
+   `submitting` stays. Only an error answer that refuses it (`ServiceError`), or an error
+   raised before the request left, clears the state.
 
 A poll answered with 429 or 5xx is waited out until the deadline, with a backoff that
 starts again after each answer: a loop of its own (tenacity counts every attempt, and a
@@ -32,46 +35,16 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-import tenacity
-
 from vgi_models.state import write_atomic
 from workflow_scripts.common.files import OutdirFileError, read_json
+from workflow_scripts.common.http import ServiceError
+from workflow_scripts.paid.retry import BACKOFF_S, sent_again_if_not_taken
 from workflow_scripts.video_api.ledger import LEDGER
 from workflow_scripts.video_api.provider import Outcome, Refused, Retry, UnknownOperation
 
 log = logging.getLogger(__name__)
 
 SUBMIT_ATTEMPTS = 6
-BACKOFF_S = (2.0, 60.0)  # first wait and cap, doubling
-
-
-def not_taken(error: BaseException) -> bool:
-    """A submission the provider surely did not take (a 429 or 5xx, never connected)."""
-    return isinstance(error, Retry) and not error.unsure
-
-
-def hinted_backoff(state: tenacity.RetryCallState) -> float:
-    """The server's hint, else a doubling backoff (BACKOFF_S: first wait and cap)."""
-    hint = state.outcome.exception().after
-    return hint or tenacity.wait_exponential(multiplier=BACKOFF_S[0], max=BACKOFF_S[1])(state)
-
-
-def sent_again_if_not_taken(what: str, attempts: int) -> tenacity.Retrying:
-    """Sends `what` (a submission, an image request) again, up to `attempts` in all, where
-    it was not taken (429, 5xx, never connected), after the server's hint or a backoff; an
-    unsure one never (it may have been taken)."""
-    return tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(attempts),
-        wait=hinted_backoff,
-        retry=tenacity.retry_if_exception(not_taken),
-        before_sleep=lambda state: log.warning(
-            "%s not taken (%s); again in %.1f s",
-            what,
-            state.outcome.exception(),
-            state.next_action.sleep,
-        ),
-        reraise=True,
-    )
 
 
 SUBMISSION = sent_again_if_not_taken("submission", SUBMIT_ATTEMPTS)
@@ -172,20 +145,27 @@ class Operation:
         """Submit, saving the state before and after; the outcome where the service refused
         the submission itself (saved as done), else None."""
         self._save(status="submitting", since=now())
+        sent = getattr(self.provider, "submissions_sent", None)
         try:
             operation = SUBMISSION(self.provider.submit, image, prompt)
         except Retry as error:
-            if not error.unsure:  # never taken (the last 429 or 5xx): nothing to resume
+            if not error.unsure:  # never taken (the last 408 or 429, never connected)
                 self.path.unlink()
-            raise  # unsure: the request went out and no answer came: `submitting` stays
+            raise  # unsure (no answer, a 5xx): `submitting` stays
         except Refused as error:  # the input refused: the instance's recorded error
             self._save(status="done", operation=None, submitted_at=now(), finished_at=now(),
                        outcome=error.reason)  # fmt: skip
             log.warning("submission refused: %s", error.reason)
             return Outcome(reason=error.reason)
-        except Exception:
-            self.path.unlink()  # a bad request or key: never taken
+        except ServiceError:
+            self.path.unlink()  # an error answer that refuses it (a bad request, a key)
             raise
+        except Exception as error:
+            if sent is not None and self.provider.submissions_sent == sent:
+                self.path.unlink()  # raised before the request left: never taken
+                raise
+            reason = f"the answer could not be read ({type(error).__name__}: {error})"[:300]
+            raise Retry(reason, unsure=True) from error  # after it left: `submitting` stays
         self._save(status="submitted", operation=operation, submitted_at=now())
         self.submissions += 1
         log.info("submitted: operation %s", operation)

@@ -18,38 +18,33 @@ not counted. A service's error answer becomes one of the exceptions below
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vgi_models.input_image import model_image_bytes
-from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
+from workflow_scripts.common.http import (
+    Answer,
+    ServiceError,
+    answer_of,
+    may_have_been_taken,
+    request_hooks,
+    retry_after,
+)
 from workflow_scripts.common.keys import IMPORT_VIDEOS
+from workflow_scripts.paid.errors import Refused, Retry
+from workflow_scripts.paid.inputs import data_uri, image_mime, image_payload
+from workflow_scripts.paid.settings import Setting, SettingChecks
+
+__all__ = [
+    "Outcome", "Refused", "RetiredModel", "Retry", "Setting", "SettingChecks", "UnknownOperation",
+    "VideoProvider", "data_uri", "image_mime", "image_payload",
+]  # fmt: skip
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
     import pandas as pd
 
 ASPECT_TOLERANCE = 0.02  # relative: 1280x720 and 1920x1088 both fit 16:9
-
-
-def image_mime(image: Path) -> str:
-    """The media type of an input image file, by its extension (PNG where unknown)."""
-    return mimetypes.guess_type(str(image))[0] or "image/png"
-
-
-def image_payload(image: Path) -> tuple[bytes, str]:
-    """The bytes and media type an API is sent for an input image: the file itself, or a
-    PNG of what it shows where the file is 16-bit or transparent (`vgi_models.input_image`)."""
-    return model_image_bytes(image, image_mime(image))
-
-
-def data_uri(image: Path) -> str:
-    """An input image inline: `data:<type>;base64,<bytes>`."""
-    data, mime = image_payload(image)
-    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
 @dataclass(frozen=True)
@@ -62,43 +57,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.video is not None
-
-
-class Retry(Exception):
-    """Worth another attempt later (HTTP 429, 5xx, a dropped connection): `after` seconds,
-    the server's hint when it gave one. `unsure`: no answer came to a request that may have
-    reached the server (a timeout, a connection dropped mid-request)."""
-
-    def __init__(self, reason: str, after: float | None = None, unsure: bool = False) -> None:
-        super().__init__(reason)
-        self.after, self.unsure = after, unsure
-
-    @classmethod
-    def unanswered(cls, error: BaseException) -> Retry:
-        """A request left unanswered (an httpx or httpx2 transport error, the SDKs' own
-        clients): not taken where its connection never opened (a connect error or connect
-        timeout), else unsure: it may have reached the server."""
-        import httpx
-        import httpx2
-
-        never = (
-            httpx.ConnectError,
-            httpx.ConnectTimeout,
-            httpx2.ConnectError,
-            httpx2.ConnectTimeout,
-        )
-        if isinstance(error, never):
-            return cls(f"connection failed: {type(error).__name__}: {error}")
-        return cls(f"no answer: {type(error).__name__}", unsure=True)
-
-
-class Refused(Exception):
-    """The service refused the submission itself (a safety filter on the input, a policy):
-    no operation was made and none is billed; `reason` is the instance's recorded error."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason if reason.startswith("refused: ") else f"refused: {reason}"
 
 
 class UnknownOperation(Exception):
@@ -116,57 +74,11 @@ class RetiredModel(ServiceError):
         )
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One setting: its allowed values (None: any of `kind`), and whether it is required."""
-
-    kind: type | tuple[type, ...]
-    allowed: tuple | None = None
-    required: bool = False
-
-
-class SettingChecks:
-    """A provider's settings (`SETTINGS`, by SDK name) and the checks of a registry entry's
-    `generation` against them, with no SDK imported (the image API providers share them)."""
-
-    SETTINGS: dict[str, Setting] = {}  # the registry entry's `generation`, by SDK name
-
-    @classmethod
-    def rule_problems(cls, model_id: str, generation: dict) -> list[str]:
-        """Problems of allowed values that the service refuses together, each
-        '<setting>: <why>' (none by default)."""
-        return []
-
-    @classmethod
-    def setting_problems(cls, key: str, name: str, model_id: str, generation: dict) -> list[str]:
-        """Every setting of model `key` (provider `name`) the provider does not allow, each
-        naming the key and the allowed values."""
-        allowed, found = cls.SETTINGS, []
-        where = f"model {key!r} (provider {name}): generation"
-        for unknown in generation.keys() - allowed.keys():
-            found.append(f"{where}.{unknown} is not a {name} setting ({', '.join(allowed)})")
-        for setting_name, setting in allowed.items():
-            if setting_name not in generation:
-                if setting.required:
-                    found.append(f"{where}.{setting_name} is required")
-                continue
-            value, kinds = generation[setting_name], setting.kind
-            if not isinstance(value, kinds) or (kinds is int and isinstance(value, bool)):
-                kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-                names = " or ".join(kind.__name__ for kind in kinds)
-                found.append(f"{where}.{setting_name}: {value!r} is not a {names}")
-            elif setting.allowed and value not in setting.allowed:
-                values = ", ".join(map(repr, setting.allowed))
-                found.append(f"{where}.{setting_name}: {value!r} is not allowed ({values})")
-        if found:
-            return found
-        return [f"{where}.{problem}" for problem in cls.rule_problems(model_id, generation)]
-
-
 class VideoProvider(SettingChecks, ABC):
     """A video model's service (the module docstring); a subclass fills in the class
     attributes and every abstract method."""
 
+    CONSOLE = "the provider's console"  # where the user sees the submissions billed
     SIZE_SETTING: str  # the setting that fixes the aspect (named where an image misfits)
     DURATION_SETTING: str = "duration"  # the setting in seconds of video (what is billed)
     FPS: int  # the frame rate its videos come at (the plan's estimate before any exists)
@@ -214,8 +126,14 @@ class VideoProvider(SettingChecks, ABC):
 
     def __init__(self, spec, key: str, pace=None, timeout_s: float = 120.0) -> None:
         self.model_id, self.generation = spec.model_id, spec.generation
-        hooks = request_hooks(pace and pace.acquire_blocking, self.submits)
-        self.connect(key, spec.base_url, hooks, timeout_s)
+        self.pace, self.submissions_sent = pace, 0
+        self.connect(key, spec.base_url, request_hooks(self._submitting, self.submits), timeout_s)
+
+    def _submitting(self) -> None:
+        """Right before a submission leaves: paced, and counted (`submissions_sent`)."""
+        if self.pace:
+            self.pace.acquire_blocking()
+        self.submissions_sent += 1
 
     @abstractmethod
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:
@@ -245,13 +163,15 @@ class VideoProvider(SettingChecks, ABC):
     def error_for(self, status: int, message: str, headers=None, code: str | None = None,
                   known_id: bool = False) -> Exception:  # fmt: skip
         """The exception for an HTTP error answer; `known_id`: the request was about an
-        operation this job submitted, so a 404 says the provider no longer knows it."""
+        operation this job submitted, so a 404 says the provider no longer knows it. A 5xx
+        is `Retry` unsure (`may_have_been_taken`): a submission answered so is never sent
+        again on its own; a poll so answered is polled again."""
         reason = f"HTTP {status}{f' {code}' if code else ''}: {message}"[:300]
         answer = answer_of(status, message)
         if self.retired(status, code):
             return RetiredModel(self.model_id, reason)
         if answer is Answer.RETRY:
-            return Retry(reason, retry_after(headers, message))
+            return Retry(reason, retry_after(headers, message), may_have_been_taken(status))
         if answer is Answer.NOT_FOUND and known_id:
             return UnknownOperation(reason)
         return ServiceError(reason)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError
+from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.video_api.provider import (
     Outcome,
     Retry,
@@ -92,16 +93,10 @@ class Provider(VideoProvider):
 
     def download(self, url: str) -> bytes:
         """The video behind a signed output link (no key: the link carries its signature)."""
-        import httpx
-
         try:
-            response = self.http.get(url)
-        except httpx.TransportError as error:
-            raise Retry.unanswered(error) from None
-        if response.is_error:
-            message = response.text[:200] or response.reason_phrase
-            raise self.error_for(response.status_code, message, response.headers)
-        return response.content
+            return fetch(self.http, url, "the video's link")
+        except LinkGone as error:
+            raise UnknownOperation(f"{error}; output links expire") from None
 
     def _call(self, method, *args, known_id: bool = False, **kwargs):
         import runwayml

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError, ark_client
+from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.video_api.provider import (
     Outcome,
     Refused,
@@ -105,19 +106,10 @@ class Provider(VideoProvider):
 
     def download(self, url: str) -> bytes:
         """The video at its signed link (no key: the link carries its own signature)."""
-        import httpx
-
         try:
-            response = self.http.get(url)
-        except httpx.TransportError as error:
-            raise Retry.unanswered(error) from None
-        if response.status_code in (403, 404):
-            raise UnknownOperation(
-                f"its video link answered HTTP {response.status_code}: links are kept 24 hours"
-            )
-        if response.is_error:
-            raise self.error_for(response.status_code, response.text, response.headers)
-        return response.content
+            return fetch(self.http, url, "the video's link")
+        except LinkGone as error:
+            raise UnknownOperation(f"{error}; links are kept 24 hours") from None
 
     def _call(self, method, *args, known_id: bool = False, **kwargs):
         from byteplussdkarkruntime._exceptions import ArkAPIConnectionError, ArkAPIStatusError
@@ -128,7 +120,7 @@ class Provider(VideoProvider):
             body = error.body if isinstance(error.body, dict) else {}
             message, code = body.get("message") or error.message, error.code
             if error.status_code == 400 and REFUSAL in (code or "") and not known_id:
-                raise Refused(f"{message} ({code})") from None  # a submission refused
+                raise Refused(f"{message} ({code})", billed=False) from None  # a submission refused
             raise self.error_for(
                 error.status_code, message, error.response.headers, code, known_id
             ) from None

@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts.common.http import dashscope_client, dashscope_refusal
+from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.video_api.provider import (
     Outcome,
     Refused,
@@ -135,15 +136,10 @@ class Provider(VideoProvider):
 
     def download(self, url: str) -> bytes:
         """The video behind the task's signed link (valid 24 h), fetched without the key."""
-        import httpx
-
         try:
-            answer = self.downloads.get(url)
-        except httpx.TransportError as error:
-            raise Retry.unanswered(error) from None
-        if answer.is_error:
-            raise self.error_for(answer.status_code, answer.text, answer.headers, known_id=True)
-        return answer.content
+            return fetch(self.downloads, url, "the video's link")
+        except LinkGone as error:
+            raise UnknownOperation(f"{error}; links are kept 24 hours") from None
 
     def _call(self, method, *args, known_id: bool = False, **kwargs):
         """`method`'s answer; its HTTP errors as ours (a refused submission: `Refused`). A
@@ -159,7 +155,7 @@ class Provider(VideoProvider):
             if status == 200:
                 raise
             if status == 400 and reason(code, message).startswith("refused"):
-                raise Refused(reason(code, message)) from None
+                raise Refused(reason(code, message), billed=False) from None
             raise self.error_for(status, message, error.headers, code, known_id) from None
 
     def close(self) -> None:
