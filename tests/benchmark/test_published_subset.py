@@ -161,3 +161,19 @@ def test_the_published_subset_needs_the_published_folders(tmp_path):
     assert result.returncode != 0
     assert "benchmark.subset: 'published': no model folder under videos_root" in result.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_the_gallery_and_export_take_each_model_on_what_it_holds(tmp_path):
+    """Without the judge: a model lacking a whole task (veo3_1's clock_running) has no page
+    of it; the others have theirs; the official export holds what each model holds."""
+    config = published_config(tmp_path, *write_release(tmp_path / "eval_res"))
+    config["judge"] = {"enabled": False}
+    config["models"], config["image_models"] = ["paper_veo3_1", "paper_seedance2_0"], []
+    result = snakemake(tmp_path, config, "gallery", "export_official_all")
+    assert result.returncode == 0, result.stdout[-3000:]
+    gallery, export = tmp_path / "results" / "gallery", tmp_path / "results" / "eval_res"
+    assert not (gallery / "paper_veo3_1" / "clock_running.html").exists()
+    assert (gallery / "paper_veo3_1" / "maze_square.html").is_file()
+    assert (gallery / "paper_seedance2_0" / "clock_running.html").is_file()
+    held = {p.stem for p in (export / "paper_seedance2_0").rglob("*.mp4")}
+    assert held == {f"paper_seedance2_0_{i}" for i in HALF[1:]}
