@@ -67,6 +67,8 @@ def test_every_published_model_is_judged_and_set_beside_the_papers_number(run):
     assert (run / "plots" / "vs_paper.png").stat().st_size > 1000
     coverage = pd.read_csv(run / "tables" / "coverage.csv").set_index(["model", "level"])
     assert coverage.loc[(f"paper_{LACKING}", "all"), ["found", "missing"]].tolist() == [1, 1]
+    skills = pd.read_csv(run / "tables" / "skills.csv", keep_default_na=False)
+    assert set(skills.loc[skills.skill == "planning", "note"]) == {""}  # 12 tasks in both
     missing = pd.read_csv(run / "tables" / "coverage_missing.csv")
     assert missing[["model", "instance"]].values.tolist() == [[f"paper_{LACKING}", INSTANCES[0]]]
     print(overall[["paper_name", "final", "paper", "difference"]].to_string())

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from workflow_scripts.aggregate import sensitivity
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.coverage import records_frame
 from workflow_scripts.aggregate.tables import all_tables, errors
 from workflow_scripts.aggregate.vs_paper import vs_paper
+from workflow_scripts.benchmark.instances import load_taxonomy
 from workflow_scripts.benchmark.paper import read_paper_table
 from workflow_scripts.common.logs import job_log
 
@@ -43,7 +46,9 @@ def tables_job(smk) -> None:
         main = every[every["condition"] == "default"]
         pairs = pairs[pairs["condition"] == "default"]
         averaged = sensitivity.average_seeds(main).drop(columns="seeds_ok")
-        tables = all_tables(averaged, pairs, params.vbvr_pairs, params.pool)
+        taxonomy = load_taxonomy(smk.input.taxonomy)
+        tags = Counter(tag for _, tags in taxonomy.values() for tag in tags)
+        tables = all_tables(averaged, pairs, params.vbvr_pairs, params.pool, tag_tasks=tags)
         tables["errors"] = errors(main.reset_index(drop=True))
         wanted = set(smk.output.keys())
         if wanted & set(sensitivity.CONDITION_TABLES):
