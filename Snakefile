@@ -58,24 +58,37 @@ rule all:
 
 
 # Before any job: the API key of every job about to call an API, the weights of every model
-# about to generate; a note when the run is narrower than its outdir; then the status page
-# while the run goes (rules/study.smk).
+# about to generate; the outdir's lock against a run in another working directory; a note
+# when the run is narrower than its outdir; then the status page while the run goes
+# (rules/study.smk).
 onstart:
     check_api_keys()
     check_weights()
-    note_narrower_run()
-    start_status()
+    lock_outdir()
+    try:
+        note_narrower_run()
+        start_status()
+    except BaseException:
+        unlock_outdir()
+        raise
 
 
 # At the end of a run: the last status and the costs; the judge service failure that
-# stopped it, the judge's error count (an outdir file that does not read back: its message).
+# stopped it, the judge's error count (an outdir file that does not read back: its message);
+# the outdir's lock goes.
 onsuccess:
-    with outdir_file_errors():
-        finish_status()
-        report_judge_errors()
+    try:
+        with outdir_file_errors():
+            finish_status()
+            report_judge_errors()
+    finally:
+        unlock_outdir()
 
 
 onerror:
-    with outdir_file_errors():
-        finish_status()
-        report_judge_errors(failed=True)
+    try:
+        with outdir_file_errors():
+            finish_status(failed=True)
+            report_judge_errors(failed=True)
+    finally:
+        unlock_outdir()

@@ -18,6 +18,7 @@ from workflow_scripts.benchmark.paper import paper_rows
 from workflow_scripts.benchmark.study import StudyError, load_study
 from workflow_scripts.common.config import SchemaError, check
 from workflow_scripts.common.files import OutdirFileError
+from workflow_scripts.common.outdir import OutdirLock, OutdirLockError
 from workflow_scripts.common.keys import missing_key_error
 from workflow_scripts.common.layout import (
     DEFAULT_CONDITION,
@@ -371,6 +372,16 @@ def judge_enabled():
     return enabled
 
 
+def judge_off():
+    """Why this run's VLM stages do not run (the status page and the gallery say it), or
+    None when they do."""
+    if config["judge"]["enabled"] is False:
+        return "judge.enabled is false in the config"
+    if not judge_enabled():
+        return f"${config['judge']['api_key_env']} is not set"
+    return None
+
+
 def judge_targets(targets):
     """`targets` when the VLM stages run, else none."""
     return targets if judge_enabled() else []
@@ -433,6 +444,29 @@ def check_weights():
     if problems:
         lines = [f"  - {problem}" for problem in problems]
         raise WorkflowError("\n".join(["Nothing was run:", *lines]))
+
+
+OUTDIR_LOCK = OutdirLock(OUT)
+
+
+def lock_outdir():
+    """At the start of a run (main process): hold the outdir's lock against a run in
+    another working directory (common.outdir), else an error naming that run."""
+    if not workflow.is_main_process:
+        return
+    try:
+        if not OUTDIR_LOCK.acquire():
+            logger.info(
+                f"{OUT} is held by another run in this working directory: Snakemake's "
+                "lock keeps their outputs apart."
+            )
+    except OutdirLockError as err:
+        raise WorkflowError(str(err)) from None
+
+
+def unlock_outdir():
+    """At the end of a run: the outdir's lock goes."""
+    OUTDIR_LOCK.release()
 
 
 def note_narrower_run():

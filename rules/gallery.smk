@@ -47,6 +47,7 @@ rule gallery:
         "../envs/analysis.yaml"
     params:
         tasks=INSTANCES[["level", "prompt", "goal", "checklist"]].to_dict("index"),
+        judge_off=judge_off(),
     script:
         "../workflow_scripts/entry/gallery.py"
 

@@ -97,13 +97,15 @@ def start_status():
         config["prices"],
         shlex.join(options),
         logger.info,
+        judge_off=judge_off(),
     )
     logger.addHandler(writer)
     STATUS.append(writer)
 
 
-def finish_status():
-    """The last status and the run's costs (tables/costs.csv)."""
+def finish_status(failed=False):
+    """The last status, saying the run has ended (`failed`: in an error), and the run's
+    costs (tables/costs.csv)."""
     for writer in STATUS:
-        writer.finish()
+        writer.finish(failed)
         logger.removeHandler(writer)

@@ -24,6 +24,7 @@ import yaml
 from PIL import Image, ImageFilter, ImageOps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from vgi_models.input_image import load_rgb  # noqa: E402
 from workflow_scripts.benchmark import rubric  # noqa: E402
 from workflow_scripts.benchmark.instances import IMAGE_SUFFIXES  # noqa: E402
 
@@ -51,8 +52,7 @@ def make_line_art(root: Path, out: Path, tasks: list[str] | None) -> int:
     for task, level, path in input_images(root, tasks):
         target = out / task / "input_image" / level / f"{path.stem}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
-        with Image.open(path) as image:
-            line_art(image).save(target)
+        line_art(load_rgb(path)).save(target)  # as the models see it (16 bits, alpha)
         count += 1
     return count
 

@@ -12,13 +12,13 @@ from importlib.metadata import version
 from pathlib import Path
 
 import torch
-from PIL import Image
 
 from vgi_models.hooks import CheckpointRecorder
+from vgi_models.input_image import load_rgb
 from vgi_models.registry import ModelSpec
 from vgi_models.resume import Trajectory
 from vgi_models.runtime import place
-from vgi_models.state import state_key
+from vgi_models.state import state_key, write_atomic
 from vgi_models.video import checkpoint_name, write_video
 
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "peft")
@@ -40,7 +40,8 @@ def generate(
 
     The pipeline family (`vgi_models.families`) maps the pipeline's latent output
     (`final_latents`) and a recorded state (`checkpoint_latents`) to the same latent form,
-    which its `decode` turns into frames.
+    which its `decode` turns into frames; every checkpoint is mapped (the family's checks) as
+    soon as the recorded stage ends, before anything is written.
     Checkpoints are recorded over the first (or only) stage; `refine` runs any later stage, whose
     output is the video (LTX-2.3's two-stage recipe: checkpoints at the first stage's size).
 
@@ -62,7 +63,7 @@ def generate(
     seconds["load"] = time.perf_counter() - t0
 
     generator = torch.Generator("cpu").manual_seed(gen["seed"])
-    call = {"image": Image.open(image).convert("RGB"), "prompt": prompt, "generator": generator}
+    call = {"image": load_rgb(image), "prompt": prompt, "generator": generator}
     versions = package_versions(PACKAGES)
     trajectory = contextlib.nullcontext()
     if state_dir is not None:
@@ -86,6 +87,15 @@ def generate(
                     resumable.track(rec)
                 output = pipe(**call, output_type="latent", **family.call_kwargs(gen))
             recorded = family.final_latents(pipe, output).cpu()
+            # each checkpoint in the form `decode` takes, the family's checks passed before a
+            # later stage runs and before anything is written
+            states = {
+                (step, kind): family.checkpoint_latents(
+                    pipe, getattr(rec.checkpoints[step], kind), recorded
+                )
+                for step in steps
+                for kind in KINDS[decode]
+            }
             output = family.refine(pipe, output, gen, **call)
         seconds["denoise"] = time.perf_counter() - t0
 
@@ -95,13 +105,10 @@ def generate(
         audio = family.final_audio(pipe, output) if gen.get("keep_audio") else None
         write_video(final, out_dir / "video.mp4", gen["fps"], audio)
         checkpoint_size = None  # of the recorded (first) stage's frames
-        for step in steps:
-            for kind in KINDS[decode]:
-                state = getattr(rec.checkpoints[step], kind)
-                state = family.checkpoint_latents(pipe, state, recorded)
-                frames = final if torch.equal(state, latents) else family.decode(pipe, state)
-                write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
-                checkpoint_size = {"height": int(frames.shape[1]), "width": int(frames.shape[2])}
+        for (step, kind), state in states.items():
+            frames = final if torch.equal(state, latents) else family.decode(pipe, state)
+            write_video(frames, out_dir / "denoise" / checkpoint_name(step, kind), gen["fps"])
+            checkpoint_size = {"height": int(frames.shape[1]), "width": int(frames.shape[2])}
         seconds["decode"] = time.perf_counter() - t0
 
         meta = {
@@ -127,7 +134,8 @@ def generate(
         if resumable:  # each attempt: its first step, seconds, steps computed
             meta["resumed_from_step"] = resumable.resumed_from_step
             meta["attempts"] = resumable.record()
-        (out_dir / "generation.json").write_text(json.dumps(meta, indent=2) + "\n")
+        text = json.dumps(meta, indent=2) + "\n"
+        write_atomic(out_dir / "generation.json", lambda out: out.write(text.encode()))
         if resumable:
             resumable.finish()
     return meta

@@ -7,9 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from PIL import Image
-
 from vgi_models.generate import job_device, machine, package_versions, peak_memory_mb
+from vgi_models.input_image import load_rgb
 from vgi_models.registry import ModelSpec
 from vgi_models.runtime import place
 from vgi_models.state import write_atomic
@@ -30,7 +29,7 @@ def generate_image(spec: ModelSpec, image: str, prompt: str, out_dir: Path) -> d
     seconds["load"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    edited = family.generate(pipe, Image.open(image).convert("RGB"), prompt, spec.generation)
+    edited = family.generate(pipe, load_rgb(image), prompt, spec.generation)
     seconds["generate"] = time.perf_counter() - t0
 
     png = io.BytesIO()

@@ -11,8 +11,8 @@ Wan2.2's active expert follows from the step's timestep, so the step index carri
 
 The snapshot is written every `save_every` steps and at once on SIGTERM (SLURM's signal before
 a preemption or a time-limit kill: the job then exits) or on `WARNING_SIGNAL` (which the SLURM
-profile asks for before the time limit: the job goes on). A write is atomic: a temporary file
-in the same folder, then a rename. The file is named by a digest of everything that decides
+profile asks for before the time limit: the job goes on). A write is atomic
+(`vgi_models.state.atomic_path`). The file is named by a digest of everything that decides
 the video, so a changed setting never resumes it.
 
 A resumed attempt runs the same pipeline code: a finished stage returns its saved output; in
@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import io
 import logging
 import signal
 import time
@@ -35,7 +36,7 @@ from pathlib import Path
 import torch
 
 from vgi_models.hooks import Checkpoint, CheckpointRecorder
-from vgi_models.state import remove_state, write_atomic
+from vgi_models.state import TEMPORARY, disk_space, remove_state, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -127,21 +128,32 @@ class Trajectory:
         return {"from_step": self.from_step, "seconds": seconds, "steps_computed": self.computed}
 
     def _load(self) -> dict | None:
-        """The state for this key, or None (and a log line) when there is none usable."""
+        """The state for this key, or None (and a log line) when there is none usable: it is
+        discarded only when it is another job's (other settings, an unfinished write) or
+        provably not a state (read whole, it does not unpickle: damaged, foreign). A read that
+        fails (`OSError`: EIO, permissions, a stale mount) may succeed on a rerun: it stops the
+        job and the state stays."""
         for other in self.path.parent.iterdir():
             if other != self.path:
                 why = (
-                    "an unfinished write" if other.suffix == ".tmp" else "saved for other settings"
+                    "an unfinished write"
+                    if other.suffix == TEMPORARY
+                    else "saved for other settings"
                 )
                 log.warning("ignoring %s (%s); removed", other, why)
                 other.unlink()
         if not self.path.exists():
             return None
         try:
-            state = torch.load(self.path, weights_only=True)
+            data = self.path.read_bytes()
+        except OSError:
+            log.error("cannot read %s; it is kept for the next attempt", self.path)
+            raise
+        try:  # in memory: whatever fails now is the bytes', not the disk's
+            state = torch.load(io.BytesIO(data), weights_only=True)
             if state["format"] != FORMAT or state["key"] != self.key:
                 raise ValueError("not this job's state")
-        except Exception as error:  # a truncated or foreign file: start again
+        except Exception as error:  # a damaged or foreign file: start again
             log.warning("ignoring %s (%s); starting from step 0", self.path, error)
             self.path.unlink()
             return None
@@ -286,7 +298,8 @@ class Trajectory:
             "outputs": self.outputs,
             "attempts": [*self.attempts, self._attempt()],
         }
-        write_atomic(self.path, lambda out: torch.save(state, out))
+        with disk_space(self.path, "the resume state"):
+            write_atomic(self.path, lambda out: torch.save(state, out))
         self.written = (latest["stage"], latest["step"])
         where = f"step {latest['step']} of {latest['steps']}{self._stage_name()}"
         log.info("saved the state at %s%s", where, f" on {why}" if why else "")

@@ -6,14 +6,21 @@ from pathlib import Path
 
 import numpy as np
 
+from vgi_models.state import atomic_path
+
 
 def write_video(frames: np.ndarray, path: Path | str, fps: int, audio=None) -> None:
     """uint8 frames [F, H, W, 3] -> a yuv420p H.264 MP4 any player opens.
 
     `audio`, a (waveform [channels, samples], sampling rate) pair, is muxed in as AAC by
-    diffusers' PyAV encoder; silent videos go through imageio's ffmpeg at high quality.
+    diffusers' PyAV encoder; silent videos go through imageio's ffmpeg at high quality. The
+    encoder writes a temporary file that is renamed to `path` when complete (`atomic_path`).
     """
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path, keep_suffix=True) as temporary:
+        _encode(frames, temporary, fps, audio)
+
+
+def _encode(frames: np.ndarray, path: Path, fps: int, audio) -> None:
     if audio is not None:
         import torch
         from diffusers.utils.export_utils import encode_video
@@ -28,9 +35,11 @@ def write_video(frames: np.ndarray, path: Path | str, fps: int, audio=None) -> N
     writer = imageio.get_writer(
         path, format="FFMPEG", codec="libx264", fps=fps, quality=8, macro_block_size=16
     )
-    with writer as out:
+    try:
         for frame in frames:
-            out.append_data(frame)
+            writer.append_data(frame)
+    finally:  # on an error too (imageio's `with` closes only on success): no ffmpeg left writing
+        writer.close()
 
 
 def checkpoint_name(step: int, kind: str) -> str:

@@ -9,8 +9,8 @@ import json
 import time
 
 import numpy as np
-from PIL import Image
 
+from vgi_models.input_image import load_rgb
 from vgi_models.video import write_video
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.logs import job_log
@@ -22,7 +22,7 @@ def hold_image_job(smk) -> None:
     generation = settings["generation"]
     with job_log(smk):
         started = time.perf_counter()
-        frame = np.asarray(Image.open(smk.input.image).convert("RGB"))
+        frame = np.asarray(load_rgb(smk.input.image))
         frames = np.broadcast_to(frame, (generation["num_frames"], *frame.shape))
         write_video(frames, smk.output.video, fps=generation["fps"])
         meta = {

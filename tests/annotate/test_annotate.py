@@ -65,6 +65,14 @@ class Server:
         )
         self.url = self.process.stdout.readline().strip()
         assert self.url.startswith("http://127.0.0.1:"), self.url
+        self.base, _, token = self.url.rstrip("/").partition("/?token=")
+        self.token = {"X-Token": token}
+
+    def request(self, path: str, body: bytes | None = None, **headers):
+        """A request to the API or media at `path`, with the run's token."""
+        import urllib.request
+
+        return urllib.request.Request(f"{self.base}/{path}", body, self.token | headers)
 
     def __enter__(self) -> Server:
         return self
@@ -158,7 +166,8 @@ def test_labels_by_click_and_key_are_saved_and_the_vlm_label_shows_only_after(ru
             ("sorting_lv1_002", "1", "2", "unrecognizable", ""),
         ]
     ]
-    assert sorted(p.name for p in labels.parent.iterdir()) == ["human.csv"]  # no temp files
+    # no temp files; the lock the label stores share
+    assert sorted(p.name for p in labels.parent.iterdir()) == ["human.csv", "human.csv.lock"]
     config, study, _ = load_run([run / "config.yaml"])  # what the workflow will read
     human = load_transitions(config, study).human_params("tiny_wan22", ["sorting_lv1_002"])
     labels = {"sorting_lv1_002": [{"from": 1, "to": 2, "label": "unrecognizable"}]}
@@ -198,15 +207,79 @@ def test_a_first_start_and_the_api_refusing_bad_labels_and_serving_byte_ranges(r
     labels = run / "labels" / "human.csv"
     labels.unlink()  # transitions.human_labels names a file not written yet: the first start
     with Server(run, "--sample", "1", "--seed", "3") as server:
-        state = json.load(urllib.request.urlopen(server.url + "api/items"))
+        state = json.load(urllib.request.urlopen(server.request("api/items")))
         assert len(state["items"]) == 2 and len({i["model"] for i in state["items"]}) == 1
         for body in ({"index": 0, "label": "maybe"}, {"index": 2, "label": "stable"}):
-            request = urllib.request.Request(server.url + "api/label", json.dumps(body).encode())
+            request = server.request("api/label", json.dumps(body).encode())
             with pytest.raises(urllib.error.HTTPError) as error:
                 urllib.request.urlopen(request)
             assert error.value.code == 400
-        partial = urllib.request.Request(server.url + "media/0/to", headers={"Range": "bytes=4-"})
+        partial = server.request("media/0/to", Range="bytes=4-")
         with urllib.request.urlopen(partial) as reply:
             assert reply.status == 206 and reply.headers["Content-Range"].startswith("bytes 4-")
     assert not labels.exists()  # nothing labelled, nothing written
     assert LabelStore(labels).labels() == {}
+
+
+def label(server: Server, index: int, value: str) -> dict:
+    import urllib.request
+
+    body = json.dumps({"index": index, "label": value}).encode()
+    with urllib.request.urlopen(server.request("api/label", body)) as reply:
+        return json.load(reply)
+
+
+def test_two_servers_and_an_edit_on_one_labels_file_keep_every_label(run):
+    labels = run / "labels" / "human.csv"
+    with Server(run) as first, Server(run) as second:
+        label(first, 1, "stable")
+        label(second, 2, "wrong_to_wrong")
+        with open(labels, "a", newline="", encoding="utf-8") as sheet:  # a hand edit
+            csv.writer(sheet).writerow(["tiny_ltx23", "sorting_lv1_002", 2, 40, "stable", "x"])
+        label(first, 3, "correct_to_wrong")
+        label(second, 1, "unrecognizable")  # a relabel replaces, never duplicates
+    kept = {(r["model"], r["instance"], r["from"], r["to"]): r["label"] for r in rows(labels)}
+    assert len(rows(labels)) == len(kept) == 5
+    assert kept[("tiny_wan22", "sorting_lv1_001", "1", "2")] == "stable"  # the one before
+    assert kept[("tiny_ltx23", "sorting_lv1_002", "2", "40")] == "stable"  # the edit's
+    assert sorted(kept.values()) == sorted(
+        ["stable", "stable", "wrong_to_wrong", "correct_to_wrong", "unrecognizable"]
+    )
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        {"token": ""},  # another local user, who has not the printed URL
+        {"Origin": "http://evil.example"},  # a foreign page, a simple text/plain POST
+        {"Host": "rebound.example:80"},  # a DNS name rebound to 127.0.0.1
+    ],
+    ids=["no token", "foreign Origin", "foreign Host"],
+)
+def test_the_server_answers_only_its_own_page(run, refused):
+    import urllib.error
+    import urllib.request
+
+    labels = run / "labels" / "human.csv"
+    before = labels.read_text()
+    with Server(run) as server:
+        headers = {k: v for k, v in refused.items() if k != "token"}
+        token = {"X-Token": refused.get("token", server.token["X-Token"])}
+        body = json.dumps({"index": 1, "label": "stable"}).encode()
+        for path, data in (("api/items", None), ("api/label", body), ("media/0/to", None)):
+            request = urllib.request.Request(f"{server.base}/{path}", data, token | headers)
+            request.add_header("Content-Type", "text/plain")
+            with pytest.raises(urllib.error.HTTPError) as error:
+                urllib.request.urlopen(request)
+            assert error.value.code == 403, path
+        page = urllib.request.Request(server.base + "/", headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(page)  # the page itself only at the printed URL
+        assert error.value.code == 403
+        with urllib.request.urlopen(server.url) as reply:
+            assert reply.status == 200  # as printed
+        oversized = server.request("api/label", b"{}", **{"Content-Length": "999999"})
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(oversized)
+        assert error.value.code == 400
+    assert labels.read_text() == before

@@ -95,6 +95,7 @@ def test_good_root_loads(tmp_path, meta):
         "tier_standard",
         "gt_image",
         "gt_text",
+        "answer",
     ]
     assert list(table.index) == [
         "clock_lv1_001",
@@ -306,3 +307,6 @@ def test_an_entry_without_a_rubric_list_falls_back_as_the_official_judge(tmp_pat
     assert table.loc["maze_lv1_001", "goal"] == 'Reference answer: {"exit":"down"}'
     assert table.loc["maze_lv1_002", "goal"] == "Video prompt: Solve it."
     assert list(table["checklist"].map(len)) == [0, 0] and table["gt_text"].isna().all()
+    # the image judge's reference answer (Table 19), as compact JSON; none without one
+    assert table.loc["maze_lv1_001", "answer"] == '{"exit":"down"}'
+    assert table.loc["maze_lv1_002", "answer"] is None

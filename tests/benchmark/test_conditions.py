@@ -92,6 +92,8 @@ def test_a_broken_condition_folder_is_reported_by_condition_and_id_before_any_jo
     (images / "lv1" / "maze_square_lv1_001.png").write_bytes(data[: len(data) // 2])  # truncated
     Image.new("RGB", (64, 64)).save(images / "lv2" / "maze_square_lv2_002.png")  # not 16:9
     (images / "lv3" / "maze_square_lv3_001.png").unlink()
+    (images / "lv3" / "maze_square_lv3_002.png").unlink()
+    (images / "lv3" / "maze_square_lv3_002.png").symlink_to(tmp_path / "gone.png")  # dangling
     (oracle / "sorting_lv2_001.txt").unlink()
     spec = tmp_path / "spec"
     shutil.copytree(EXAMPLES / "sorting" / "judge_spec", spec / "sorting" / "judge_spec")
@@ -109,6 +111,7 @@ def test_a_broken_condition_folder_is_reported_by_condition_and_id_before_any_jo
         ("conditions.lineart: maze_square_lv1_001:", "unreadable image"),
         ("conditions.lineart: maze_square_lv2_002:", "64x64, not 16:9"),
         ("conditions.lineart: maze_square_lv3_001:", "missing image"),
+        ("conditions.lineart: maze_square_lv3_002:", "image is a symbolic link to "),
         ("conditions.oracle: sorting_lv2_001:", "missing prompt"),
         ("conditions.oracle: sorting_lv1_001:", "missing tier standard"),
         ("conditions.oracle: nope_lv1_001:", "not one of the run's selected instances"),

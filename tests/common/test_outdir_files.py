@@ -9,13 +9,17 @@ import json
 import logging
 import os
 import stat
+from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from tests.support.workflow import EXAMPLES
 from vgi_models.state import write_atomic
+from vgi_models.video import write_video
 from workflow_scripts.aggregate.agreement import pairs_table
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.reliability import judge_finals
@@ -219,7 +223,7 @@ def test_the_image_check_cache_is_a_miss_and_written_again(tmp_path, caplog, con
     with caplog.at_level(logging.WARNING), ImageCheck(cache) as check:
         width, height = check.size(image)
     assert f"{cache} {problem}" in caplog.text and "checked again" in caplog.text
-    assert list(json.loads(cache.read_text()).values())[0][2:] == [width, height]
+    assert list(json.loads(cache.read_text()).values())[0][2:] == [width, height, ""]  # no refusal
 
 
 @pytest.mark.parametrize("content, problem", BROKEN_JSON)
@@ -257,3 +261,32 @@ def test_every_write_is_atomic_synced_and_takes_the_umasks_mode(tmp_path):
     for name in ("video.mp4", "doc.json"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~mask
     assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.json", "video.mp4"]
+
+
+def test_a_write_syncs_the_file_then_its_folder_after_the_rename(tmp_path, monkeypatch):
+    """The rename is durable too (the ledger is the only trace of a paid submission); the
+    temporary name ends `.tmp`, so that a reader's `*.pt` or `*.json` never takes a leftover."""
+    synced, fsync = [], os.fsync
+
+    def recording(fd):
+        synced.append((Path(os.readlink(f"/proc/self/fd/{fd}")), (tmp_path / "state.pt").exists()))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    write_atomic(tmp_path / "state.pt", lambda out: out.write(b"state"))
+    (file, renamed_before), (folder, renamed) = synced
+    assert file.name.startswith(".state.") and file.suffix == ".tmp" and not renamed_before
+    assert folder == tmp_path.resolve() and renamed
+
+
+def test_a_video_whose_encoding_fails_leaves_the_complete_one_in_place(tmp_path):
+    """The mp4 goes through the same writer: an encoder stopped half-way (here by a waveform of
+    three channels, after the frames were muxed) leaves the earlier complete file as it was."""
+    frames = np.random.default_rng(0).integers(0, 256, (5, 64, 64, 3), dtype=np.uint8)
+    video = tmp_path / "video.mp4"
+    write_video(frames, video, 8, (torch.zeros(2, 8000), 16000))
+    complete = video.read_bytes()
+    with pytest.raises(ValueError, match="Expected samples with 2 channels"):
+        write_video(frames, video, 8, (torch.zeros(3, 8000), 16000))
+    assert video.read_bytes() == complete
+    assert [p.name for p in tmp_path.iterdir()] == ["video.mp4"]

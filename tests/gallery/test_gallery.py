@@ -206,7 +206,7 @@ def test_pages_link_only_files_that_exist(outdir):
 def test_pages_show_the_score_when_judged(outdir):
     judged = (outdir / "gallery/model_a/maze_square.html").read_text(encoding="utf-8")
     assert "final 0.500 (completeness 1.00, rubric 0.500)" in judged
-    assert "not judged" in (outdir / "gallery/model_b/maze_square.html").read_text()
+    assert "not judged yet" in (outdir / "gallery/model_b/maze_square.html").read_text()
     index = (outdir / "gallery/index.html").read_text(encoding="utf-8")
     assert "1 of 1 judged · mean final 0.500 · <span>0 errors</span>" in index  # model_a maze
     refused = (outdir / f"gallery/{API}/maze_square.html").read_text(encoding="utf-8")
@@ -235,7 +235,7 @@ def test_an_instance_shows_its_task_the_verdict_per_item_and_the_pair_labels(out
         "step40.mp4",
     ]
     unjudged = (outdir / "gallery/model_b/maze_square.html").read_text(encoding="utf-8")
-    assert "<b>Completeness</b>: not judged" in unjudged and "→" not in unjudged
+    assert "<b>Completeness</b>: not judged yet" in unjudged and "→" not in unjudged
     assert "<td>2</td><td>The dot stays &lt;round&gt;.</td><td>-</td><td>-</td>" in unjudged
     with Image.open(outdir / "gallery/inputs/maze_square_lv1_001.png") as thumbnail:
         assert thumbnail.size == (640, 360)
@@ -352,8 +352,8 @@ def test_the_index_shows_thumbnails_verdicts_errors_and_filters_in_chromium(outd
         return found
 
     assert shown() == {
-        "maze_square": ["0.50 partial", "not judged", f"generation failed: {REFUSED}"],
-        "sorting": ["not judged", "not judged", "judge error: blocked reply"],
+        "maze_square": ["0.50 partial", "not judged yet", f"generation failed: {REFUSED}"],
+        "sorting": ["not judged yet", "not judged yet", "judge error: blocked reply"],
     }
     errors = browser.find_elements(By.CSS_SELECTOR, "td.error")
     assert len(errors) == 2 and all(
@@ -366,8 +366,8 @@ def test_the_index_shows_thumbnails_verdicts_errors_and_filters_in_chromium(outd
 
     Select(browser.find_element(By.ID, "verdict")).select_by_value("error")
     assert shown() == {
-        "maze_square": ["(0.50 partial)", "(not judged)", f"generation failed: {REFUSED}"],
-        "sorting": ["(not judged)", "(not judged)", "judge error: blocked reply"],
+        "maze_square": ["(0.50 partial)", "(not judged yet)", f"generation failed: {REFUSED}"],
+        "sorting": ["(not judged yet)", "(not judged yet)", "judge error: blocked reply"],
     }
     api_box = browser.find_element(By.CSS_SELECTOR, 'input[data-model="m2"]')
     api_box.click()  # the API model's column hidden: no error left to show
@@ -418,6 +418,13 @@ def test_rules_build_the_gallery_and_the_official_layout(tmp_path, monkeypatch):
     page = (gallery / "sorting.html").read_text(encoding="utf-8")
     assert all(f'<section id="{instance}">' in page for instance in instances)
     assert page.count("<b>Prompt</b>: ") == len(instances) and "<th>x_i</th>" in page
+    off = "not judged: judge off ($GEMINI_API_KEY is not set)"  # no key: each says why
+    assert (
+        page.count(f"<p>{off}</p>") == page.count(f"<b>Completeness</b>: {off}") == len(instances)
+    )
+    index = (outdir / "gallery" / "index.html").read_text(encoding="utf-8")
+    assert index.count(f'<div class="verdict">{off}</div>') == len(instances)
+    assert '<p id="judge-off">Judge off: $GEMINI_API_KEY is not set.</p>' in index
     assert sorted(p.stem for p in (gallery / "sheets").glob("*.png")) == sorted(instances)
     eval_res = outdir / "eval_res"
     exported = [p.relative_to(eval_res).as_posix() for p in eval_res.rglob("*")]
@@ -437,5 +444,6 @@ def test_score_text_after_a_failed_completeness_call():
     from workflow_scripts.gallery.pages import score_text
 
     failed = {**SCORE, "completeness": None, "final": None, "flags": ["completeness: x"]}
-    assert score_text(failed) == "final n/a (completeness n/a, rubric 0.500)"
-    assert score_text(SCORE) == "final 0.500 (completeness 1.00, rubric 0.500)"
+    assert score_text(failed, "") == "final n/a (completeness n/a, rubric 0.500)"
+    assert score_text(SCORE, "") == "final 0.500 (completeness 1.00, rubric 0.500)"
+    assert score_text(None, "not judged yet") == "not judged yet"

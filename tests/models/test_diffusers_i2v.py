@@ -5,6 +5,7 @@ by name before any job."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 
@@ -19,6 +20,14 @@ from tests.support.fake_vlm import FakeVLM
 from tests.support.pipelines import run_pipeline
 from tests.support.scripted_judge import Judge, Transitioner
 from tests.support.workflow import REPO, default_config, snakemake
+from vgi_models.families import diffusers_i2v_tiny
+from vgi_models.families.diffusers_i2v import DiffusersI2V
+from vgi_models.families.wan_tiny import (
+    _tiny_text_encoder,
+    _tiny_tokenizer,
+    _tiny_transformer,
+    _tiny_vae,
+)
 from vgi_models.generate import generate
 from vgi_models.registry import load_registry, weight_problems
 
@@ -137,6 +146,9 @@ def test_cogvideox_1_5_whose_latents_are_padded_is_refused(registry, saved_cogvi
         ("SanaImageToVideoPipeline", {}, "steps only the latent frames after the image's"),
         ("HunyuanVideoImageToVideoPipeline", {}, "drops the image's frame"),
         ("SkyReelsV2DiffusionForcingImageToVideoPipeline", {}, "(diffusion forcing)"),
+        ("LTXConditionPipeline", {}, "drops the conditioning latents"),
+        ("HunyuanVideoFramepackPipeline", {}, "joins the sections into its output"),
+        ("HeliosPipeline", {}, "joins the sections into its output"),
         ("StableVideoDiffusionPipeline", {}, "its call takes no prompt"),
         ("CogVideoXImageToVideoPipeline", {"call_names": {"fps": "frame_rate"}},
          "generation.fps has no call keyword 'frame_rate'"),
@@ -149,6 +161,76 @@ def test_a_pipeline_that_cannot_serve_is_refused_by_name(
     entry["generation"] = entry["generation"] | generation
     problems = weight_problems(load_registry({"other": entry})["other"])
     assert any(p.startswith(f"model 'other': {pipeline}: ") and reason in p for p in problems)
+
+
+def tiny_ti2v_5b():
+    """Wan2.2-TI2V-5B's pipeline in small: one transformer on the latent alone, no image
+    encoder; `expand_timesteps` puts the image's latent in the first latent frame."""
+    from diffusers import UniPCMultistepScheduler, WanImageToVideoPipeline
+
+    tokenizer = _tiny_tokenizer()
+    return WanImageToVideoPipeline(
+        tokenizer=tokenizer,
+        text_encoder=_tiny_text_encoder(len(tokenizer)),
+        vae=_tiny_vae(),
+        scheduler=UniPCMultistepScheduler(
+            prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=5.0
+        ),
+        transformer=_tiny_transformer(1, in_channels=16),
+        expand_timesteps=True,
+    )
+
+
+def test_wan22_ti2v_5b_which_overwrites_its_first_frame_is_refused_before_any_job(
+    specs, registry, example_image, tmp_path
+):
+    """After its loop the pipeline writes the image's latent over latent frame 0: the last x0
+    is the video's latent everywhere but there. Refused by its pipeline config, from the
+    folder before any job and on loading; the same folder without the setting is not."""
+    pipe = tiny_ti2v_5b()
+    spec = specs["tiny_skyreels_v2"].with_generation(num_inference_steps=STEPS)
+    _, rec, out = run_pipeline(spec, example_image, [STEPS], pipe=pipe)
+    last, final = rec.checkpoints[STEPS].x0, out.frames
+    assert torch.equal(last[:, :, 1:], final[:, :, 1:])
+    assert not torch.equal(last[:, :, :1], final[:, :, :1])
+
+    pipe.save_pretrained(tmp_path)
+    entry = registry["tiny_skyreels_v2"] | {
+        "source": str(tmp_path), "pipeline": "WanImageToVideoPipeline"
+    }  # fmt: skip
+    (problem,) = weight_problems(load_registry({"ti2v": entry})["ti2v"])
+    assert problem.startswith("model 'ti2v': WanImageToVideoPipeline: Wan2.2-TI2V-5B")
+    assert "writes the image's latent over the first latent frame after its loop" in problem
+    with pytest.raises(ValueError, match="expand_timesteps"):
+        DiffusersI2V("WanImageToVideoPipeline").finish(pipe, spec.generation)
+    index = json.loads((tmp_path / "model_index.json").read_text())
+    (tmp_path / "model_index.json").write_text(json.dumps(index | {"expand_timesteps": False}))
+    assert weight_problems(load_registry({"ti2v": entry})["ti2v"]) == []
+
+
+def test_a_latent_output_of_another_shape_stops_the_job_before_any_file(
+    specs, example_image, tmp_path, monkeypatch
+):
+    """A pipeline not known to return other latents than it steps (here SkyReels-V2 made to
+    drop a latent frame after its loop, as LTX-Video's condition pipeline drops its
+    conditioning ones) stops once denoised, before the video or any checkpoint is written."""
+    from diffusers import SkyReelsV2ImageToVideoPipeline
+
+    class Cropping(SkyReelsV2ImageToVideoPipeline):
+        @functools.wraps(SkyReelsV2ImageToVideoPipeline.__call__)
+        def __call__(self, *args, **kwargs):
+            output = super().__call__(*args, **kwargs)
+            output.frames = output.frames[:, :, 1:]
+            return output
+
+    def cropping() -> Cropping:
+        return Cropping(**diffusers_i2v_tiny.skyreels_v2().components)
+
+    monkeypatch.setitem(diffusers_i2v_tiny.BUILDERS, "SkyReelsV2ImageToVideoPipeline", cropping)
+    spec = specs["tiny_skyreels_v2"].with_generation(num_inference_steps=2)
+    with pytest.raises(ValueError, match=r"steps \(1, 16, 3, 8, 14\) but its latent output is"):
+        generate(spec, str(example_image), "reach the exit", [1, 2], "x0", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_generic_entries_run_through_the_workflow_judged_and_tabled(tmp_path, monkeypatch):

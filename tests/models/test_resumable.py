@@ -5,6 +5,7 @@ this process, as are the uninterrupted references)."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import logging
@@ -177,3 +178,24 @@ def test_a_truncated_or_stale_state_starts_from_step_0(specs, reference, tmp_pat
     assert changed.outputs() == reference("tiny_hunyuan15", guidance_scale=4.0)
     assert changed.outputs()["video.mp4"] != reference("tiny_hunyuan15")["video.mp4"]
     assert [a["steps_computed"] for a in changed.meta()["attempts"]] == [40]
+
+
+def test_a_state_that_cannot_be_read_is_kept_and_the_job_stops(specs, tmp_path):
+    """A read error may pass (a disk, a mount): the job fails with it and the state stays for
+    the rerun, which resumes it, never discarded as another job's. The state here reads as a
+    failing disk does: its name links to the process's memory file, whose read at offset 0
+    raises EIO."""
+    job = Job(tmp_path, specs, "tiny_hunyuan15")
+    assert job.cut_off((1, 12)).returncode == -9
+    (state,) = job.states()
+    saved = state.read_bytes()
+    state.unlink()
+    state.symlink_to("/proc/self/mem")
+    with pytest.raises(OSError) as failed:
+        job.run()
+    assert failed.value.errno == errno.EIO
+    assert job.states() == [state] and state.is_symlink()
+    assert not (job.run_dir / "video.mp4").exists()
+    state.unlink()  # the disk is back
+    state.write_bytes(saved)
+    assert "resumed at step 10 of 40\n" in job.run()

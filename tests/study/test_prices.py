@@ -102,7 +102,8 @@ def test_the_paper_plan_prices_gpu_hours_by_type_and_names_a_type_unpriced(tmp_p
     assert result.returncode == 0, result.stdout[-3000:]
     plan = pd.read_csv(tmp_path / "results/plan.csv").set_index("model")
     assert "not priced (" not in (tmp_path / "results/logs/plan.log").read_text()
-    gpu = ["wan22_i2v_a14b", "hunyuan15_i2v", "minimax_h3", "vbvr_wan22", "qwen_image_edit"]
+    gpu = ["wan22_i2v_a14b", "hunyuan15_i2v", "minimax_h3", "ltx23_i2v", "vbvr_wan22"]
+    gpu += ["qwen_image_edit", "joyai_image_edit"]
     hours = plan.loc[gpu, "gpu_hours_left"]
     assert (hours > 0).all()
     assert (plan.loc[gpu, "cost_left"] > hours * PAPER["prices"]["gpu_hour"]["h100"]).all()

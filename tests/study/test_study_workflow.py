@@ -298,6 +298,7 @@ def test_status_counts_mid_run_and_at_the_end(study):
     mid, end = study["mid"], study["status"].set_index("model")
     assert mid["running"].iloc[-1] >= 1 and "tiny_wan22" in study["mid_page"]
     assert "Running now" in study["mid_page"] and "Generation left" in study["mid_page"]
+    assert "Judge off" not in study["mid_page"] and "Run finished" not in study["mid_page"]
     for model, labelled, failed in (("tiny_wan22", 3, 1), ("ext", 0, 0)):
         row = end.loc[model]
         assert (row["videos"], row["generated"], row["judged"], row["labelled"]) == (
@@ -356,6 +357,8 @@ def test_failures_are_shown_with_their_reason_and_rerun_command(study):
         assert re.search(rf"^{rule}\s+1$", dry.stdout, re.M), dry.stdout[-2000:]
     page = study["failed_page"]
     assert "Errors (2)" in page and job.reason[:40] in page and label.reason[:30] in page
+    assert re.search(r"^Run ended .+: 1 job\(s\) failed \(see Errors below\)\.$", page, re.M)
+    assert "Generation left" not in page and "time left" not in page
 
 
 def test_a_new_price_table_and_the_status_page_rerun_nothing(study):

@@ -127,8 +127,8 @@ class Transitioner:
 
 class ImageJudge:
     """The image judge's calls (its reply schema has `success`): success where the generated
-    image, the request's last, is bright (mean grey above 128), with a reason for each
-    criterion; every other call goes to `other`."""
+    image, the request's last, is bright (mean grey above 128), with its reasoning; every
+    other call goes to `other`."""
 
     def __init__(self, other=None):
         self.other = other
@@ -138,6 +138,5 @@ class ImageJudge:
             return self.other(received)
         grey = np.asarray(Image.open(io.BytesIO(received.images[-1])).convert("L")).mean()
         ok = bool(grey > 128)
-        reason = {"passed": ok, "reason": "goal state shown" if ok else "the goal is not reached"}
-        kept = {"passed": True, "reason": "the rest of the scene is unchanged"}
-        return {"task_correctness": reason, "background_preservation": kept, "success": ok}
+        reached = "goal state shown" if ok else "the goal is not reached"
+        return {"success": ok, "reasoning": f"{reached}; the rest of the scene is unchanged"}

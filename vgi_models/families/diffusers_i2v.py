@@ -9,8 +9,8 @@ A pipeline is refused, by name and with the reason, before any job (`problems`) 
 checkpoints could not be what it would itself decode: a call without the step callback or
 `prepare_latents` (resuming needs both), a scheduler whose clean estimate is not known
 (`vgi_models.hooks.clean_estimator`), a keyword the call does not take, or a pipeline whose
-latent output is not what its scheduler steps or its video is made of (`REFUSED`,
-`REFUSED_SETTINGS`).
+latent output is not what its scheduler steps or its video is made of, or is changed after
+its loop (`REFUSED`; `REFUSED_SETTINGS` by a setting of its own config or its transformer's).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ REFUSED = {
     "cannot be put in the form its decode takes",
     "LTXImageToVideoPipeline": "its scheduler steps the unpacked frames after the image's while "
     "its latent output is packed, and its VAE decode adds seeded noise (decode_timestep)",
+    "LTXConditionPipeline": "after its loop it drops the conditioning latents its scheduler "
+    "stepped with the video's and unpacks the rest, so no step's state is its latent output",
     "LTX2ImageToVideoPipeline": "its latents are packed and it denoises video and audio together: "
     "LTX-2 runs through its own family (`family: ltx23`)",
     "HunyuanVideoImageToVideoPipeline": "its scheduler steps only the frames after the image's "
@@ -43,13 +45,25 @@ REFUSED = {
     "as one more frame, which its output drops",
     "SkyReelsV2DiffusionForcingImageToVideoPipeline": "it steps each latent frame with its own "
     "copy of the scheduler at its own timestep (diffusion forcing), so no step is the video's",
+    **dict.fromkeys(
+        ("HunyuanVideoFramepackPipeline", "HeliosPipeline", "HeliosPyramidPipeline"),
+        "it denoises the video in sections, each a loop of its own, and after them joins the "
+        "sections into its output, so no step's state is the video's",
+    ),
 }
-# pipeline -> (its transformer's setting, why a model that sets it is refused)
+# pipeline -> (the config, `pipeline` or `transformer`, and its setting; why a model that sets
+# it is refused)
 REFUSED_SETTINGS = {
     "CogVideoXImageToVideoPipeline": (
-        "patch_size_t",
+        ("transformer", "patch_size_t"),
         "CogVideoX1.5 (transformer patch_size_t) pads the latent frames and drops the padding "
         "only in its decode, so its latent output is not the frames of its video",
+    ),
+    "WanImageToVideoPipeline": (
+        ("pipeline", "expand_timesteps"),
+        "Wan2.2-TI2V-5B (expand_timesteps) writes the image's latent over the first latent "
+        "frame after its loop, so every checkpoint's first frame would be an x0 its video never "
+        "used",
     ),
 }
 
@@ -77,7 +91,7 @@ class DiffusersI2V(Family):
 
     def finish(self, pipe, generation: dict):
         """Refuses (ValueError, every reason) a pipeline whose checkpoints would be wrong."""
-        problems = refusals(type(pipe), pipe.scheduler, _transformer_config(pipe), generation)
+        problems = refusals(type(pipe), pipe.scheduler, _configs(pipe), generation)
         if problems:
             raise ValueError("; ".join(problems))
         return pipe
@@ -94,7 +108,7 @@ class DiffusersI2V(Family):
             if self.pipeline not in BUILDERS:
                 return [f"no tiny {self.pipeline} (tiny pipelines: {', '.join(BUILDERS)})"]
             pipe = BUILDERS[self.pipeline]()
-            return refusals(type(pipe), pipe.scheduler, _transformer_config(pipe), generation)
+            return refusals(type(pipe), pipe.scheduler, _configs(pipe), generation)
         index = json.loads((Path(source) / "model_index.json").read_text(encoding="utf-8"))
         name = self.pipeline or index["_class_name"]
         kind = getattr(diffusers, name, None)
@@ -103,10 +117,13 @@ class DiffusersI2V(Family):
         scheduler = getattr(diffusers, index["scheduler"][1])
         scheduler = scheduler.from_pretrained(source, subfolder="scheduler", local_files_only=True)
         transformer = Path(source) / "transformer" / "config.json"
-        config = (
-            json.loads(transformer.read_text(encoding="utf-8")) if transformer.is_file() else {}
-        )
-        return refusals(kind, scheduler, config, generation)
+        configs = {
+            "pipeline": index,
+            "transformer": (
+                json.loads(transformer.read_text(encoding="utf-8")) if transformer.is_file() else {}
+            ),
+        }
+        return refusals(kind, scheduler, configs, generation)
 
     def call_kwargs(self, generation: dict) -> dict:
         """The settings under the call's keyword names; `fps` only where `call_names` maps it."""
@@ -119,7 +136,7 @@ class DiffusersI2V(Family):
 
     def checkpoint_latents(self, pipe, state, final):
         """The scheduler's state is the latent output itself (`REFUSED` holds the exceptions
-        known; a shape that differs is one more, refused rather than decoded)."""
+        known; a shape that differs is one more, refused before anything is written)."""
         if state.shape != final.shape:
             raise ValueError(
                 f"{type(pipe).__name__}: its scheduler steps {tuple(state.shape)} but its latent "
@@ -128,17 +145,18 @@ class DiffusersI2V(Family):
         return state
 
 
-def refusals(kind: type, scheduler, transformer: dict, generation: dict) -> list[str]:
-    """Every reason pipeline class `kind` with `scheduler` and a transformer of config
-    `transformer` cannot run `generation` here."""
+def refusals(kind: type, scheduler, configs: dict[str, dict], generation: dict) -> list[str]:
+    """Every reason pipeline class `kind` with `scheduler` and `configs` (the pipeline's own,
+    as in `model_index.json`, and its transformer's) cannot run `generation` here."""
     from vgi_models.hooks import UnsupportedScheduler, clean_estimator
 
     name = kind.__name__
     if name in REFUSED:
         return [f"{name}: {REFUSED[name]}"]
-    setting, why = REFUSED_SETTINGS.get(name, (None, ""))
-    if transformer.get(setting) is not None:
-        return [f"{name}: {why}"]
+    if name in REFUSED_SETTINGS:
+        (config, setting), why = REFUSED_SETTINGS[name]
+        if configs[config].get(setting):
+            return [f"{name}: {why}"]
     found = []
     takes = inspect.signature(kind.__call__).parameters
     missing = [p for p in NEEDED if p not in takes]
@@ -158,7 +176,10 @@ def refusals(kind: type, scheduler, transformer: dict, generation: dict) -> list
     return found
 
 
-def _transformer_config(pipe) -> dict:
-    """The config of the pipeline's transformer ({} for one that denoises with a UNet)."""
+def _configs(pipe) -> dict[str, dict]:
+    """The pipeline's config and its transformer's ({} for one that denoises with a UNet)."""
     transformer = getattr(pipe, "transformer", None)
-    return dict(transformer.config) if transformer is not None else {}
+    return {
+        "pipeline": dict(pipe.config),
+        "transformer": dict(transformer.config) if transformer is not None else {},
+    }

@@ -60,16 +60,19 @@ def _tiny_vae() -> AutoencoderKLWan:
     ).eval()
 
 
-def _tiny_transformer(seed: int, with_image: bool = False, kind=WanTransformer3DModel):
+def _tiny_transformer(
+    seed: int, with_image: bool = False, kind=WanTransformer3DModel, in_channels: int = 36
+):
     """Wan2.2 expert, or with `with_image` the Wan2.1 transformer (CLIP tokens via added K/V);
-    `kind`: a class of Wan's architecture (SkyReels-V2's)."""
+    `kind`: a class of Wan's architecture (SkyReels-V2's); `in_channels` 16: the latent alone
+    (Wan2.2-TI2V-5B's)."""
     image = {"image_dim": IMAGE_DIM, "added_kv_proj_dim": HEADS * HEAD_DIM} if with_image else {}
     torch.manual_seed(seed)
     return kind(
         patch_size=(1, 2, 2),
         num_attention_heads=HEADS,
         attention_head_dim=HEAD_DIM,
-        in_channels=36,  # noise (16) + image condition (16) + first-frame mask (4)
+        in_channels=in_channels,  # 36: noise (16) + image condition (16) + first-frame mask (4)
         out_channels=16,
         text_dim=TEXT_DIM,
         freq_dim=256,

@@ -13,7 +13,7 @@ import pandas as pd
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.common import layout
-from workflow_scripts.common.files import read_json, write_json
+from workflow_scripts.common.files import read_json, write_json, write_text
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.transitions.labels import LABELS
 from workflow_scripts.transitions.settings import Pair
@@ -82,7 +82,7 @@ def export_label_sheet_job(smk) -> None:
     with job_log(smk):
         pairs = [tuple(pair) for pair in smk.params.pairs]
         sheet = label_sheet(smk.input, pairs, smk.config["outdir"])
-        sheet.to_csv(smk.output[0], index=False)
+        write_text(smk.output[0], sheet.to_csv(index=False))
         print(f"{len(sheet)} pairs to label")
 
 
@@ -90,7 +90,7 @@ def label_agreement_job(smk) -> None:
     """Rule `label_agreement`: the human x VLM confusion matrix and Cohen's kappa."""
     with job_log(smk):
         matrix, kappa = agreement(pairs_table(smk.input))
-        matrix.to_csv(smk.output.matrix)
+        write_text(smk.output.matrix, matrix.to_csv())
         summary = {"kappa": None if math.isnan(kappa) else kappa, "n": int(matrix.to_numpy().sum())}
         write_json(smk.output.kappa, summary)
         print(json.dumps(summary))

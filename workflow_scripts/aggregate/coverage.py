@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
+from workflow_scripts.common.files import write_text
 from workflow_scripts.common.logs import job_log
 
 COVERAGE = ["model", "output", "level", "selected", "found", "missing", "missing_pct"]
@@ -51,6 +52,6 @@ def coverage_job(smk) -> None:
     with job_log(smk):
         records = records_frame(smk.params.coverage)
         table = coverage_table(records)
-        table.to_csv(smk.output.coverage, index=False)
-        missing_table(records).to_csv(smk.output.missing, index=False)
+        write_text(smk.output.coverage, table.to_csv(index=False))
+        write_text(smk.output.missing, missing_table(records).to_csv(index=False))
         print(table.to_string(index=False))

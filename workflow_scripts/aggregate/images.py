@@ -29,7 +29,7 @@ from workflow_scripts.aggregate import plots
 from workflow_scripts.aggregate.coverage import records_frame
 from workflow_scripts.aggregate.tables import RESAMPLES, SEED
 from workflow_scripts.benchmark.paper import TABLE4, read_paper_table
-from workflow_scripts.common.files import OutdirFileError, read_json
+from workflow_scripts.common.files import OutdirFileError, read_json, write_text
 from workflow_scripts.common.layout import stage_fix
 from workflow_scripts.common.logs import job_log
 
@@ -165,7 +165,7 @@ def image_tables_job(smk) -> None:
         levels = getattr(smk.params, "levels", None)
         coverage = records_frame(getattr(smk.params, "coverage", []))
         compared = image_vs_paper(results, rows, paper, levels=levels, coverage=coverage)
-        success.to_csv(smk.output.success, index=False)
-        compared.to_csv(smk.output.vs_paper, index=False)
+        write_text(smk.output.success, success.to_csv(index=False))
+        write_text(smk.output.vs_paper, compared.to_csv(index=False))
         plots.image_bars(success, compared, smk.output.plot)
         print(success.to_string(index=False))

@@ -12,6 +12,7 @@ from workflow_scripts.aggregate.tables import all_tables, errors
 from workflow_scripts.aggregate.vs_paper import vs_paper
 from workflow_scripts.benchmark.instances import load_taxonomy
 from workflow_scripts.benchmark.paper import read_paper_table
+from workflow_scripts.common.files import write_text
 from workflow_scripts.common.logs import job_log
 
 
@@ -69,5 +70,5 @@ def tables_job(smk) -> None:
                 every, instances, params.subset_seed
             )
         for name, table in tables.items():
-            table.to_csv(smk.output[name], index=False)
+            write_text(smk.output[name], table.to_csv(index=False))
         print(tables["errors"].to_string(index=False))

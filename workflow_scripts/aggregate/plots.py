@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from vgi_models.state import write_atomic
 from workflow_scripts.aggregate.sensitivity import CONDITION_TABLES
 from workflow_scripts.common.files import read_csv
 from workflow_scripts.common.layout import TABLE_FIX
@@ -21,7 +22,8 @@ DPI = 120
 
 
 def _save(fig: Figure, path: str | Path) -> Figure:
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    suffix = Path(path).suffix[1:]
+    write_atomic(path, lambda out: fig.savefig(out, format=suffix, dpi=DPI, bbox_inches="tight"))
     return fig
 
 

@@ -34,7 +34,7 @@ from sklearn.metrics import roc_auc_score
 from workflow_scripts.aggregate import plots
 from workflow_scripts.aggregate.collect import instance_table
 from workflow_scripts.common import layout
-from workflow_scripts.common.files import read_json
+from workflow_scripts.common.files import read_json, write_text
 from workflow_scripts.common.logs import job_log
 
 TIE_BAND = 0.05
@@ -357,10 +357,10 @@ def judge_reliability_job(smk) -> None:
             f"{len(pairs)} preference pairs; dropped: {dropped['contradictions']} "
             f"contradicted, {dropped['cycles']} on cycles, {outside} outside this run"
         )
-        pairs.to_csv(smk.output.pairs, index=False)
+        write_text(smk.output.pairs, pairs.to_csv(index=False))
         overall, by_slice = reliability_tables(pairs, finals, instances, smk.params.judges)
-        overall.to_csv(smk.output.table, index=False)
-        by_slice.to_csv(smk.output.by_slice, index=False)
+        write_text(smk.output.table, overall.to_csv(index=False))
+        write_text(smk.output.by_slice, by_slice.to_csv(index=False))
         plots.reliability_bars(overall, smk.output.plot)
         print(overall.to_string(index=False))
 
@@ -370,6 +370,6 @@ def judge_agreement_job(smk) -> None:
     with job_log(smk):
         instances, finals = _finals(smk)
         overall, by_slice = agreement_tables(finals, instances, smk.params.judges)
-        overall.to_csv(smk.output.table, index=False)
-        by_slice.to_csv(smk.output.by_slice, index=False)
+        write_text(smk.output.table, overall.to_csv(index=False))
+        write_text(smk.output.by_slice, by_slice.to_csv(index=False))
         print(overall.to_string(index=False))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.common import layout
-from workflow_scripts.common.files import read_json
+from workflow_scripts.common.files import read_json, write_text
 from workflow_scripts.common.logs import job_log
 
 VALUES = ("completeness", "rubric", "final")
@@ -58,6 +58,6 @@ def trajectory_scores_job(smk) -> None:
 
     with job_log(smk):
         table = trajectory_table(trajectory_rows(smk.input.checkpoints))
-        table.to_csv(smk.output.table, index=False)
+        write_text(smk.output.table, table.to_csv(index=False))
         trajectory_lines(table, smk.output.plot)
         print(table.to_string(index=False))

@@ -12,13 +12,13 @@ import csv
 import io
 import random
 import sys
-import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from filelock import FileLock
 
 from vgi_models.video import checkpoint_name
 from workflow_scripts.benchmark.study import Study, load_study
@@ -129,18 +129,38 @@ def stratified(items: Sequence[Item], n: int, seed: int) -> list[Item]:
 
 
 class LabelStore:
-    """The human labels CSV: read once, rewritten atomically (a temporary file in the same
-    folder, then a rename) on every change. Rows it did not write are kept as they were."""
+    """The human labels CSV, shared: every change is made under a file lock (`<csv>.lock`)
+    to the rows on disk as they are then, and written atomically (a temporary file in the
+    same folder, then a rename), so a second server on the same file, or an edit made
+    between two labels, is kept. Rows it did not write are kept as they were."""
+
+    columns_of_its_own: tuple[str, ...] = HUMAN_COLUMNS
+    keeps_other_columns = True
 
     def __init__(self, path: str | Path) -> None:
-        self.path, self.lock = Path(path), threading.Lock()
-        self.columns, self.rows = list(HUMAN_COLUMNS), []
-        if self.path.is_file():
-            with open(self.path, newline="", encoding="utf-8") as handle:
-                reader = csv.DictReader(handle)
-                self.rows = list(reader)
-                extra = [c for c in reader.fieldnames or [] if c not in HUMAN_COLUMNS]
-                self.columns += extra
+        self.path = Path(path)
+        self.lock = FileLock(f"{self.path}.lock", thread_local=False)
+        self.columns, self.rows = list(self.columns_of_its_own), []
+        self._read()
+
+    def _read(self) -> None:
+        """The rows on disk now (none: no file yet)."""
+        if not self.path.is_file():
+            self.rows = []
+            return
+        with open(self.path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            self.rows = list(reader)
+            extra = [c for c in reader.fieldnames or [] if c not in self.columns_of_its_own]
+        self.columns = [*self.columns_of_its_own, *(extra if self.keeps_other_columns else [])]
+
+    def change(self, edit: Callable[[list[dict]], list[dict]]) -> None:
+        """Apply `edit` to the rows on disk, under the lock, and write them."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock:
+            self._read()
+            self.rows = edit(self.rows)
+            self._write()
 
     @staticmethod
     def _key(row: dict) -> tuple[str, str, int, int] | None:
@@ -150,19 +170,22 @@ class LabelStore:
             return None
 
     def labels(self) -> dict[tuple[str, str, int, int], str]:
-        """The label of every labelled row, by (model, instance, from, to)."""
+        """The label of every labelled row on disk, by (model, instance, from, to)."""
+        self._read()
         found = ((self._key(row), (row.get("label") or "").strip()) for row in self.rows)
         return {key: label for key, label in found if key and label}
 
     def set(self, key: tuple[str, str, int, int], label: str) -> None:
         """Label one pair (replacing its label, if any) and write the file."""
-        with self.lock:
-            rows = [row for row in self.rows if self._key(row) == key]
-            if rows:
-                rows[0]["label"] = label
-            else:
-                self.rows.append(dict(zip(HUMAN_COLUMNS, (*key, label), strict=True)))
-            self._write()
+
+        def edit(rows: list[dict]) -> list[dict]:
+            mine = [row for row in rows if self._key(row) == key]
+            if mine:
+                mine[0]["label"] = label
+                return rows
+            return [*rows, dict(zip(HUMAN_COLUMNS, (*key, label), strict=True))]
+
+        self.change(edit)
 
     def _write(self) -> None:
         out = io.StringIO(newline="")

@@ -25,19 +25,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import random
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import partial
-from http import HTTPStatus
-from http.server import ThreadingHTTPServer
 from itertools import combinations
 from pathlib import Path
 
 from workflow_scripts.annotate.items import PROG, LabelStore, load_run
-from workflow_scripts.annotate.server import Handler
+from workflow_scripts.annotate.server import Handler, serve
 from workflow_scripts.benchmark.study import Study
 from workflow_scripts.common import layout
 
@@ -134,15 +130,18 @@ def assigned(triplets: list[Triplet], annotator: str, pool: list[str], per_tripl
 
 
 class RankingStore(LabelStore):
-    """One annotator's rankings CSV (COLUMNS), rewritten atomically on every change."""
+    """One annotator's rankings CSV (COLUMNS), shared and written as LabelStore's."""
+
+    columns_of_its_own = COLUMNS
+    keeps_other_columns = False  # a row's other columns are not kept
 
     def __init__(self, path: str | Path, annotator: str) -> None:
         self.annotator = annotator
         super().__init__(path)
-        self.columns = list(COLUMNS)  # a row's other columns are not kept
 
     def rankings(self) -> dict[tuple[str, str], dict[str, int | None]]:
-        """Each ranked or skipped triplet's ranks by model (None: skipped)."""
+        """Each ranked or skipped triplet's ranks by model (None: skipped), as on disk."""
+        self._read()
         found: dict[tuple[str, str], dict[str, int | None]] = defaultdict(dict)
         for row in self.rows:
             rank = (row.get("rank") or "").strip()
@@ -152,13 +151,16 @@ class RankingStore(LabelStore):
     def rank(self, triplet: Triplet, ranks: dict[str, int] | None) -> None:
         """Rank (or with None skip) one triplet, replacing what it had, and write."""
         instance, key = triplet.key
-        with self.lock:
-            self.rows = [r for r in self.rows if (r["instance"], r["triplet"]) != (instance, key)]
+
+        def edit(rows: list[dict]) -> list[dict]:
+            kept = [r for r in rows if (r["instance"], r["triplet"]) != (instance, key)]
             for model in sorted(triplet.models):
                 rank = "" if ranks is None else str(ranks[model])
                 values = (instance, key, self.annotator, model, rank)
-                self.rows.append(dict(zip(COLUMNS, values, strict=True)))
-            self._write()
+                kept.append(dict(zip(COLUMNS, values, strict=True)))
+            return kept
+
+        self.change(edit)
 
 
 class Preferences:
@@ -208,30 +210,12 @@ class Preferences:
 
 class PreferenceHandler(Handler):
     """GET / (the page), /api/items, /media/<triplet>/<0|1|2|image>; POST /api/rank
-    {"index", "ranks": [r0, r1, r2] | null (skip)}."""
+    {"index", "ranks": [r0, r1, r2] | null (skip)}; each only from the page it served."""
 
-    def do_GET(self) -> None:
-        items = self.annotation.items
-        if self.path == "/":
-            self.send(PAGE.read_bytes(), "text/html; charset=utf-8")
-        elif self.path == "/api/items":
-            self.send_json(self.annotation.state())
-        elif (match := MEDIA.fullmatch(self.path)) and int(match[1]) < len(items):
-            self.send_file(self.annotation.media(int(match[1]), match[2]))
-        else:
-            self.send_error(HTTPStatus.NOT_FOUND)
+    page, media, action = PAGE, MEDIA, "/api/rank"
 
-    def do_POST(self) -> None:
-        if self.path != "/api/rank":
-            return self.send_error(HTTPStatus.NOT_FOUND)
-        try:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            index = int(body["index"])
-            if not 0 <= index < len(self.annotation.items):
-                raise ValueError(f"no triplet {index}")
-            self.send_json(self.annotation.rank(index, body["ranks"]))
-        except (KeyError, TypeError, ValueError) as err:
-            self.send_error(HTTPStatus.BAD_REQUEST, str(err))
+    def save(self, index: int, body: dict) -> dict:
+        return self.annotation.rank(index, body["ranks"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -268,12 +252,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"no triplets: an instance needs videos of three models under {outdir}")
     path = Path(folder) / f"{args.annotator}.csv"
     preferences = Preferences(mine, study, config["outdir"], RankingStore(path, args.annotator))
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", args.port), partial(PreferenceHandler, annotation=preferences)
-    )
+    server, url = serve(preferences, args.port, PreferenceHandler)
     with server:
         done = len(set(preferences.store.rankings()) & {t.key for t in mine})
-        print(f"http://127.0.0.1:{server.server_address[1]}/", flush=True)
+        print(url, flush=True)
         print(f"{len(mine)} triplets, {done} done; rankings go to {path}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             server.serve_forever()

@@ -3,12 +3,20 @@
     python -m workflow_scripts.annotate --labels labels/human.csv [--configfile my.yaml]
         [--sample 117 --seed 0]
 
-serves, on 127.0.0.1 and a free port it prints, one page per (model, instance, step
-pair): both checkpoint videos side by side, playing in sync, the input image, the
-prompt, the goal and the checklist, and five label buttons (keys 1-5). Each label is
-written at once to the CSV (the format `transitions.human_labels` reads), so a restart
-resumes at the first pair without one. The VLM's label is sent to the page only once the
-pair is labelled: it shows then, never before (no anchoring). Ctrl-C stops the server.
+serves, on 127.0.0.1 and a free port, at the URL it prints (with the run's token: open
+that URL), one page per (model, instance, step pair): both checkpoint videos side by
+side, playing in sync, the input image, the prompt, the goal and the checklist, and five
+label buttons (keys 1-5). Each label is written at once to the CSV (the format
+`transitions.human_labels` reads), so a restart resumes at the first pair without one.
+The VLM's label is sent to the page only once the pair is labelled: it shows then, never
+before (no anchoring). Ctrl-C stops the server.
+
+Only the page it served may label: every request must name this server's own host
+(`Host`; a DNS name rebound to 127.0.0.1 is refused), come from its own page (`Origin`,
+where the browser sends one) and carry the run's token (`?token=` on the page's URL and
+its media, the `X-Token` header on the API), so another user of a shared login node, or
+a foreign page in the browser, is refused (403). A body is at most MAX_BODY bytes, and a
+connection that stalls is closed after `Handler.timeout` seconds.
 """
 
 from __future__ import annotations
@@ -17,10 +25,12 @@ import argparse
 import contextlib
 import json
 import re
+import secrets
 from functools import partial
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from workflow_scripts.annotate.items import (
     PROG,
@@ -35,6 +45,7 @@ from workflow_scripts.transitions.labels import LABELS
 PAGE = Path(__file__).with_name("page.html")
 MEDIA = re.compile(r"/media/(\d+)/(from|to|image)")
 NO_CACHE = ("Cache-Control", "no-store")
+MAX_BODY = 64 * 1024  # bytes: a label or a ranking is a few dozen
 TYPES = {".mp4": "video/mp4", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 
 
@@ -82,33 +93,68 @@ class Annotation:
 
 class Handler(BaseHTTPRequestHandler):
     """GET / (the page), /api/items, /media/<item>/<from|to|image> (byte ranges served);
-    POST /api/label {"index", "label"}."""
+    POST /api/label {"index", "label"}; each only from the page it served (module
+    docstring)."""
 
-    def __init__(self, *args, annotation: Annotation, **kwargs) -> None:
-        self.annotation = annotation
+    page, media, action = PAGE, MEDIA, "/api/label"
+    timeout = 15  # seconds a connection may stall (a body shorter than its Content-Length)
+
+    def __init__(self, *args, annotation, token: str, **kwargs) -> None:
+        self.annotation, self.token = annotation, token
         super().__init__(*args, **kwargs)
 
+    def route(self) -> str | None:
+        """The request's path if it comes from this server's page with its token; else
+        None, the refusal sent."""
+        port = self.server.server_address[1]
+        hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        origin = self.headers.get("Origin")
+        url = urlsplit(self.path)
+        given = self.headers.get("X-Token") or parse_qs(url.query).get("token", [""])[0]
+        if self.headers.get("Host") not in hosts:
+            self.send_error(HTTPStatus.FORBIDDEN, "not this server's host")
+        elif origin is not None and origin not in {f"http://{host}" for host in hosts}:
+            self.send_error(HTTPStatus.FORBIDDEN, "not this server's page")
+        elif not secrets.compare_digest(given.encode(), self.token.encode()):
+            self.send_error(HTTPStatus.FORBIDDEN, "no token, or not this run's")
+        else:
+            return url.path
+        return None
+
     def do_GET(self) -> None:
-        if self.path == "/":
-            self.send(PAGE.read_bytes(), "text/html; charset=utf-8")
-        elif self.path == "/api/items":
+        path, items = self.route(), self.annotation.items
+        if path is None:
+            return
+        if path == "/":
+            self.send(self.page.read_bytes(), "text/html; charset=utf-8", headers=[NO_CACHE])
+        elif path == "/api/items":
             self.send_json(self.annotation.state())
-        elif (match := MEDIA.fullmatch(self.path)) and int(match[1]) < len(self.annotation.items):
+        elif (match := self.media.fullmatch(path)) and int(match[1]) < len(items):
             self.send_file(self.annotation.media(int(match[1]), match[2]))
         else:
             self.send_error(HTTPStatus.NOT_FOUND)
 
     def do_POST(self) -> None:
-        if self.path != "/api/label":
+        path = self.route()
+        if path is None:
+            return
+        if path != self.action:
             return self.send_error(HTTPStatus.NOT_FOUND)
         try:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            size = int(self.headers.get("Content-Length", ""))
+            if not 0 <= size <= MAX_BODY:
+                raise ValueError(f"a body of {size} bytes (at most {MAX_BODY})")
+            body = json.loads(self.rfile.read(size))
             index = int(body["index"])
             if not 0 <= index < len(self.annotation.items):
                 raise ValueError(f"no item {index}")
-            self.send_json(self.annotation.label(index, body["label"]))
+            self.send_json(self.save(index, body))
         except (KeyError, TypeError, ValueError) as err:
             self.send_error(HTTPStatus.BAD_REQUEST, str(err))
+
+    def save(self, index: int, body: dict) -> dict:
+        """Store what the page sent for item `index`; returns the item as it now shows."""
+        return self.annotation.label(index, body["label"])
 
     def send(self, body: bytes, kind: str, status=HTTPStatus.OK, headers=()) -> None:
         self.send_response(status)
@@ -141,9 +187,14 @@ class Handler(BaseHTTPRequestHandler):
         """Quiet: the page's requests are not news."""
 
 
-def serve(annotation: Annotation, port: int = 0) -> ThreadingHTTPServer:
-    """The server, bound to 127.0.0.1 (`port` 0: a free one); not yet serving."""
-    return ThreadingHTTPServer(("127.0.0.1", port), partial(Handler, annotation=annotation))
+def serve(annotation, port: int = 0, handler=Handler) -> tuple[ThreadingHTTPServer, str]:
+    """The server, bound to 127.0.0.1 (`port` 0: a free one), not yet serving, and the
+    URL to open (with a new token)."""
+    token = secrets.token_urlsafe(24)
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", port), partial(handler, annotation=annotation, token=token)
+    )
+    return server, f"http://127.0.0.1:{server.server_address[1]}/?token={token}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -169,9 +220,10 @@ def main(argv: list[str] | None = None) -> None:
     if not items:
         parser.error(f"no decoded checkpoint pairs under {config['outdir']}: run generate first")
     annotation = Annotation(items, study.instances, LabelStore(labels))
-    with serve(annotation, args.port) as server:
+    server, url = serve(annotation, args.port)
+    with server:
         done = len(set(annotation.store.labels()) & {item.key for item in items})
-        print(f"http://127.0.0.1:{server.server_address[1]}/", flush=True)
+        print(url, flush=True)
         print(f"{len(items)} pairs, {done} labelled; labels go to {labels}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             server.serve_forever()

@@ -31,6 +31,7 @@ from workflow_scripts.benchmark.instances import (
     _read_reference,
     _read_rubric,
     _read_text,
+    odd_entry,
 )
 from workflow_scripts.common.layout import condition_name_problem
 
@@ -84,7 +85,10 @@ def _images(
         folder = root / row["task"] / "input_image" / f"lv{row['level']}"
         candidates = [folder / f"{instance}{suffix}" for suffix in IMAGE_SUFFIXES]
         path = next((p for p in candidates if p.is_file()), None)
-        if path is None:
+        odd = [(p, what) for p in candidates if (what := odd_entry(p))]
+        if odd:
+            problems += [f"{where}: {instance}: image is {what} ({p})" for p, what in odd]
+        elif path is None:
             problems.append(f"{where}: {instance}: missing image ({candidates[0]})")
         else:
             paths[instance] = path

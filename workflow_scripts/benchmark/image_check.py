@@ -3,7 +3,9 @@
 Reading only an image's header lets a truncated file through to a GPU job; decoding
 every pixel of 810 release-size PNGs takes seconds (bench/image_check.py), too long to
 repeat at every parse. A decoded image's size is remembered by its absolute path, byte
-size and modification time; a failure is never remembered, so it is reported every time.
+size and modification time, with whether a model would see it as the file shows it
+(`vgi_models.input_image.refusal`); a failure is never remembered, so it is reported every
+time.
 `warm` decodes many images on threads (Pillow's decoders release the GIL).
 """
 
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from vgi_models.input_image import refusal
 from workflow_scripts.common.files import OutdirFileError, read_json, write_text
 
 log = logging.getLogger(__name__)
@@ -44,7 +47,7 @@ class ImageCheck:
 
     def _known(self, key: str, stamp: list[int]) -> bool:
         entry = self.known.get(key)
-        return bool(entry) and entry[:2] == stamp
+        return bool(entry) and len(entry) == 5 and entry[:2] == stamp
 
     def _unknown(self, path: str | Path) -> bool:
         try:
@@ -55,12 +58,22 @@ class ImageCheck:
     def size(self, path: str | Path) -> tuple[int, int]:
         """(width, height) after decoding every pixel; raises `OSError` (or
         `Image.DecompressionBombError`) for a file that does not decode."""
+        entry = self._entry(path)
+        return entry[2], entry[3]
+
+    def refused(self, path: str | Path) -> str | None:
+        """Why a model would not see the decoded image as the file shows it (16 bits and
+        transparency are converted, `vgi_models.input_image`), or None; raises as `size`."""
+        return self._entry(path)[4] or None
+
+    def _entry(self, path: str | Path) -> list:
         key, stamp = self._stamp(path)
         if not self._known(key, stamp):
             with Image.open(path) as image:
                 image.load()
-                self.known[key], self.changed = [*stamp, *image.size], True
-        return self.known[key][2], self.known[key][3]
+                entry = [*stamp, *image.size, refusal(image) or ""]
+                self.known[key], self.changed = entry, True
+        return self.known[key]
 
     def warm(self, paths: Iterable[str | Path]) -> None:
         """Decode the unknown of `paths` on threads, so that `size` finds them known; a

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -36,6 +38,7 @@ COLUMNS = (
     "tier_standard",
     "gt_image",
     "gt_text",
+    "answer",
 )
 
 # A problem before it is attributed to instances: (what, path).
@@ -153,12 +156,46 @@ def _read_reference(paths: list[Path], problems: list[Problem]) -> str | None:
 def _image_size(
     path: Path, what: str, problems: list[Problem], check: ImageCheck
 ) -> tuple[int, int] | None:
-    """The fully decoded image's (width, height), or None after recording why not."""
+    """The fully decoded image's (width, height), or None after recording why not (an
+    image a model would not see as the file shows it: `vgi_models.input_image.refusal`)."""
     try:
-        return check.size(path)
+        size, refused = check.size(path), check.refused(path)
     except (OSError, SyntaxError, Image.DecompressionBombError) as err:
         problems.append((f"unreadable {what} ({type(err).__name__})", path))
         return None
+    if refused:
+        problems.append((f"{what}: {refused}", path))
+        return None
+    return size
+
+
+def _odd_entries(folder: Path, kind: str = "input image") -> list[Problem]:
+    """Every entry of `folder` named like an image that is not a regular file one can read:
+    a symbolic link to nothing, a folder, a FIFO, a socket or a device. Left unnamed, such an
+    entry would drop its instance and change the seeded half drawn from the rest."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.suffix.lower() not in IMAGE_SUFFIXES:
+            continue
+        if what := odd_entry(path):
+            found.append((f"{kind} is {what}", path))
+    return found
+
+
+def odd_entry(path: Path) -> str | None:
+    """What `path` is where it is there but not a regular file (None: a regular file, or
+    nothing at all)."""
+    if path.is_file() or not (path.exists() or path.is_symlink()):
+        return None
+    if path.is_symlink() and not path.exists():
+        return f"a symbolic link to {os.readlink(path)}, which does not exist"
+    if path.is_dir():
+        return "a folder, not an image file"
+    if stat.S_ISFIFO(path.stat().st_mode):
+        return "a FIFO (named pipe), not an image file"
+    return "not a regular file (a socket or a device)"
 
 
 def _find_instances(
@@ -224,6 +261,10 @@ def _load_task(
         files = _list_files(folder)
         inputs = {path.name: path for path in files}
         raw = {path.name: path for path in _list_files(task_dir / "_raw" / f"lv{level}")}
+        odd = _odd_entries(folder) + _odd_entries(
+            task_dir / "_raw" / f"lv{level}", "reference file"
+        )
+        problems.extend(f"{path.stem}: {what} ({path})" for what, path in odd)
         for instance, id_, image in _find_instances(task, level, folder, files, problems):
             gt_image, name = _gt_image(instance, inputs, raw), f"{instance}_gt_desc.json"
             desc = raw.get(name) or _file(task_dir / "_raw" / name)
@@ -283,9 +324,10 @@ def _load_task(
                 "checklist": checklist,
                 "tier_standard": standard,
                 "gt_image": str(gt_image) if gt_image else None,
-                # an entry's `answer` is not shown: the official judge shows it only where
-                # the entry has no rubric list (then it is the goal, `rubric.goal_and_checklist`)
                 "gt_text": "\n\n".join(t for t in (task_desc, own_desc) if t) or None,
+                # the rubric entry's `answer`: the image judge's reference answer (Table 19);
+                # the video judge sees it only where the entry has no rubric list (as its goal)
+                "answer": rubric.as_text(entry["answer"]) if "answer" in entry else None,
             }
         )
     return rows

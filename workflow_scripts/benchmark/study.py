@@ -23,8 +23,10 @@ from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
 from workflow_scripts.benchmark.made_elsewhere import SUFFIX, find_outputs, published_instances
 from workflow_scripts.benchmark.paper import TABLE4, paper_row_problems
+from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
 from workflow_scripts.common.logs import job_log
+from workflow_scripts.common.outdir import outdir_problems
 from workflow_scripts.image_api.providers import setting_problems as image_setting_problems
 from workflow_scripts.video_api.providers import image_problems, setting_problems
 
@@ -155,7 +157,8 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
     roots = {VIDEOS: config.get("videos_root"), IMAGES: config.get("images_root")}
     specs = load_registry(resolve_folders(registry, roots))
     image_keys = config.get("image_models") or []
-    problems = problems_of(specs, [*config["models"], *image_keys], denoise["steps"])
+    problems = outdir_problems(config["outdir"], bench["root"])
+    problems += problems_of(specs, [*config["models"], *image_keys], denoise["steps"])
     problems += output_problems(specs, config["models"], image_keys)
     problems += paper_row_problems(registry, config["models"], bench.get("paper_table"))
     problems += paper_row_problems(registry, image_keys, bench["paper_image_table"], TABLE4)
@@ -324,5 +327,5 @@ def select_instances_job(smk) -> None:
     table["subset"] = smk.params.subset
     table["subset_seed"] = smk.params.seed
     with job_log(smk):
-        table.to_csv(smk.output[0], index=False)
+        write_text(smk.output[0], table.to_csv(index=False))
         print(f"{len(table)} instances selected ({smk.params.subset}, seed {smk.params.seed})")

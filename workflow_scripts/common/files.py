@@ -38,6 +38,14 @@ def write_text(path: str | Path, text: str) -> None:
     write_atomic(path, lambda out: out.write(text.encode("utf-8")))
 
 
+def write_image(path: str | Path, image, **options) -> None:
+    """Save PIL `image` atomically (see the module), in the format of `path`'s suffix."""
+    from PIL import Image
+
+    kind = Image.registered_extensions()[Path(path).suffix.lower()]
+    write_atomic(path, lambda out: image.save(out, format=kind, **options))
+
+
 def _text(path: Path, fix: str) -> str:
     try:
         text = path.read_text(encoding="utf-8")

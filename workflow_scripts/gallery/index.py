@@ -19,7 +19,7 @@ from html import escape
 from pathlib import Path
 from typing import NamedTuple
 
-from workflow_scripts.gallery.markup import score_text, url
+from workflow_scripts.gallery.markup import score_text, unjudged_text, url
 from workflow_scripts.gallery.runs import ImageRun, Run
 
 SCRIPT = Path(__file__).with_name("index.js")
@@ -65,29 +65,30 @@ class Verdict(NamedTuple):
     final: float | None
 
 
-def image_verdict(run: ImageRun) -> Verdict:
-    """What the index says of an image: success or not, with the judge's two reasons."""
+def image_verdict(run: ImageRun, unjudged: str) -> Verdict:
+    """What the index says of an image: success or not, with the judge's reasoning (no
+    score: `unjudged`)."""
     score = run.score()
     if score is None:
-        return Verdict("unjudged", "not judged", "not judged", None)
+        return Verdict("unjudged", unjudged, unjudged, None)
     if score["status"] != "ok":
         text = f"error: {score.get('reason', 'unknown')}"
         return Verdict("error", "judge " + text, text, None)
-    criteria = ("task_correctness", "background_preservation")
-    reasons = "; ".join(f"{name}: {score[name]['reason']}" for name in criteria)
+    reasons = score["reasoning"]
     if score["success"]:
         return Verdict("solved", "success", reasons, 1.0)
     return Verdict("failed", "no success", reasons, 0.0)
 
 
-def verdict(run: Run) -> Verdict:
-    """What the index says of a run: its failed generation, else its score."""
+def verdict(run: Run, unjudged: str) -> Verdict:
+    """What the index says of a run: its failed generation, else its score (none:
+    `unjudged`, why)."""
     if isinstance(run, ImageRun):
-        return image_verdict(run)
+        return image_verdict(run, unjudged)
     if reason := run.generation_error():
         return Verdict("error", f"generation failed: {reason}", reason, None)
     score = run.score()
-    text = score_text(score)
+    text = score_text(score, unjudged)
     if score is None:
         return Verdict("unjudged", text, text, None)
     if score["status"] != "ok":
@@ -174,11 +175,13 @@ STUDY_LINKS = (
 )
 
 
-def index_page(runs: list[Run], index: Path, tasks: dict[str, dict]) -> str:
+def index_page(runs: list[Run], index: Path, tasks: dict[str, dict], judge_off: str | None) -> str:
     """The index's body, its style and script included (`tasks`: by instance, its `level`
-    and `input` thumbnail)."""
+    and `input` thumbnail; `judge_off`: why the run judged nothing, said once on top)."""
     models = list(dict.fromkeys(run.model for run in runs))
-    verdicts = {run: verdict(run) for run in runs}
+    unjudged = unjudged_text(judge_off)
+    verdicts = {run: verdict(run, unjudged) for run in runs}
+    notice = f'<p id="judge-off">Judge off: {escape(judge_off)}.</p>' if judge_off else ""
     by_task: dict[str, dict[str, dict[str, Run]]] = defaultdict(lambda: defaultdict(dict))
     for run in runs:
         by_task[run.task][run.instance][run.model] = run
@@ -214,6 +217,7 @@ def index_page(runs: list[Run], index: Path, tasks: dict[str, dict]) -> str:
         [
             f'<style>{STYLE}</style><style id="hidden-models"></style>',
             STUDY_LINKS,
+            notice,
             filters(models, list(by_task), sorted({int(t["level"]) for t in tasks.values()})),
             f'<table id="grid"><thead><tr><th>instance</th><th>input</th>{head}</tr></thead>',
             "".join(bodies),

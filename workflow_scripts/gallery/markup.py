@@ -38,10 +38,15 @@ def html_page(title: str, body: str) -> str:
     )
 
 
-def score_text(score: dict | None) -> str:
-    """One line: the final score and its parts, the error's reason, or "not judged"."""
+def unjudged_text(judge_off: str | None) -> str:
+    """What a run without a score says: the judge off (`judge_off`: why), or not yet."""
+    return f"not judged: judge off ({judge_off})" if judge_off else "not judged yet"
+
+
+def score_text(score: dict | None, unjudged: str) -> str:
+    """One line: the final score and its parts, the error's reason, or `unjudged`."""
     if score is None:
-        return "not judged"
+        return unjudged
     if score["status"] != "ok":
         return f"error: {score.get('reason', 'unknown')}"
     strict = ", strict success" if score["strict_success"] else ""

@@ -21,9 +21,11 @@ from pathlib import Path
 
 from PIL import Image
 
+from vgi_models.input_image import to_rgb
+from workflow_scripts.common.files import write_image, write_text
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.gallery.index import index_page
-from workflow_scripts.gallery.markup import html_page, score_text, url
+from workflow_scripts.gallery.markup import html_page, score_text, unjudged_text, url
 from workflow_scripts.gallery.runs import CHECKPOINT, JPEG, ImageRun, Run, image_runs_of, runs_of
 
 
@@ -42,10 +44,10 @@ def checklist_table(checklist: list[str], score: dict | None, rubric: dict | Non
     return f"<table>{header}{rows}</table>"
 
 
-def completeness_text(document: dict | None) -> str:
-    """The completeness tier, its score and the judge's reasoning."""
+def completeness_text(document: dict | None, unjudged: str) -> str:
+    """The completeness tier, its score and the judge's reasoning (none: `unjudged`)."""
     if not document or "tier" not in document:
-        return "not judged" if not document else f"error: {document.get('reason')}"
+        return unjudged if not document else f"error: {document.get('reason')}"
     return f"tier {document['tier']} (score {document['tier'] / 2:g}): {document['reasoning']}"
 
 
@@ -78,15 +80,15 @@ def video_row(run: Run, page: Path, pairs: list[dict]) -> str:
     return f'<div class="videos">{"".join(cells)}</div>'
 
 
-def instance_section(run: Run, page: Path, task: dict) -> str:
-    """One instance: its task and the judge's verdict, its videos and transition labels,
-    its contact sheet (a failed generation: its reason instead of the videos). `task`
-    holds `prompt`, `goal`, `checklist` and `thumbnail`."""
+def instance_section(run: Run, page: Path, task: dict, unjudged: str) -> str:
+    """One instance: its task and the judge's verdict (none: `unjudged`, why), its videos
+    and transition labels, its contact sheet (a failed generation: its reason instead of
+    the videos). `task` holds `prompt`, `goal`, `checklist` and `thumbnail`."""
     score, failed = run.score(), run.generation_error()
     css = ' class="error"' if failed or (score and score["status"] != "ok") else ""
     labels = (run.transitions() or {}).get("pairs", [])
     verdict = checklist_table(task["checklist"], score, run.judged("rubric"))
-    completeness = completeness_text(run.judged("completeness"))
+    completeness = completeness_text(run.judged("completeness"), unjudged)
     shown = (
         f'<p class="error">generation failed: {escape(failed)}</p>'
         if failed
@@ -96,7 +98,7 @@ def instance_section(run: Run, page: Path, task: dict) -> str:
     )
     return (
         f'<section id="{escape(run.instance)}"><h2>{escape(run.instance)}</h2>'
-        f"<p{css}>{escape(score_text(score))}</p>"
+        f"<p{css}>{escape(score_text(score, unjudged))}</p>"
         f'<div class="task"><img src="{url(task["thumbnail"], page)}" alt="input image">'
         f"<div><p><b>Prompt</b>: {escape(task['prompt'])}</p>"
         f"<p><b>Goal</b>: {escape(task['goal'])}</p>"
@@ -105,9 +107,10 @@ def instance_section(run: Run, page: Path, task: dict) -> str:
     )
 
 
-def task_page(runs: list[Run], page: Path, tasks: dict[str, dict]) -> str:
-    """Every instance of one model x task (`tasks`: as `instance_section` takes, by instance)."""
-    sections = [instance_section(run, page, tasks[run.instance]) for run in runs]
+def task_page(runs: list[Run], page: Path, tasks: dict[str, dict], unjudged: str) -> str:
+    """Every instance of one model x task (`tasks`, `unjudged`: as `instance_section`
+    takes them, by instance)."""
+    sections = [instance_section(run, page, tasks[run.instance], unjudged) for run in runs]
     back = f'<p><a href="{url(page.parents[1] / "index.html", page)}">all models</a></p>'
     return html_page(f"{runs[0].model} / {runs[0].task}", back + "\n".join(sections))
 
@@ -117,17 +120,18 @@ def thumbnail(image: Path, path: Path, width: int) -> None:
     newer already."""
     if path.is_file() and path.stat().st_mtime >= image.stat().st_mtime:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
     with Image.open(image) as source:
         height = round(width * source.height / source.width)
-        small = source.convert("RGB").resize((width, height), Image.LANCZOS)
-        small.save(path, **(JPEG if path.suffix == ".jpg" else {}))
+        small = to_rgb(source).resize((width, height), Image.LANCZOS)
+        write_image(path, small, **(JPEG if path.suffix == ".jpg" else {}))
 
 
-def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list[Path]:
+def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict],
+                  judge_off: str | None = None) -> list[Path]:  # fmt: skip
     """`index.html`, `<model>/<task>.html` (video models) and the input thumbnails in
     `folder`; returns the pages written. `tasks`: by instance, its `image` (path), `level`,
-    `prompt`, `goal`, `checklist`."""
+    `prompt`, `goal`, `checklist`; `judge_off`: why the run judges nothing (None: it
+    does, so a video without a score is not judged yet)."""
     inputs = folder / "inputs"
     tasks = {
         instance: {
@@ -147,22 +151,22 @@ def write_gallery(runs: list[Run], folder: Path, tasks: dict[str, dict]) -> list
     index, pages = folder / "index.html", []
     for (model, task), group in groups.items():
         page = folder / model / f"{task}.html"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(task_page(group, page, tasks), encoding="utf-8")
+        write_text(page, task_page(group, page, tasks, unjudged_text(judge_off)))
         pages.append(page)
-    body = index_page(runs, index, tasks)
-    index.write_text(html_page("Gallery", body), encoding="utf-8")
+    body = index_page(runs, index, tasks, judge_off)
+    write_text(index, html_page("Gallery", body))
     return [index, *pages]
 
 
 def gallery_job(smk) -> None:
     """Rule `gallery`: the index and one page per model x task. `params.tasks` holds each
-    instance's level and texts, `input.images` their input images in the same order."""
+    instance's level and texts, `input.images` their input images in the same order,
+    `params.judge_off` why the run judges nothing (None: it does)."""
     tasks = {
         instance: {**texts, "image": image}
         for (instance, texts), image in zip(smk.params.tasks.items(), smk.input.images, strict=True)
     }
     with job_log(smk):
         runs = runs_of(smk) + image_runs_of(smk)
-        pages = write_gallery(runs, Path(smk.output.index).parent, tasks)
+        pages = write_gallery(runs, Path(smk.output.index).parent, tasks, smk.params.judge_off)
         print(f"{len(pages)} pages")

@@ -16,6 +16,7 @@ from pathlib import Path
 import decord
 from PIL import Image, ImageDraw, ImageFont
 
+from workflow_scripts.common.files import write_image
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.gallery.runs import CHECKPOINT, JPEG, Run, runs_of
 
@@ -79,17 +80,16 @@ def write_pictures(runs: list[Run], sheets: Path, thumbs: Path, columns: int, wi
             continue
         rows = run.videos()
         tiles, times = video_tiles(rows, columns, width)
-        contact_sheet([label for label, _ in rows], tiles, times).save(
-            sheets / f"{run.instance}.png"
-        )
-        tiles[-1][-1].save(thumbs / f"{run.instance}.jpg", **JPEG)
+        sheet = contact_sheet([label for label, _ in rows], tiles, times)
+        write_image(sheets / f"{run.instance}.png", sheet)
+        write_image(thumbs / f"{run.instance}.jpg", tiles[-1][-1], **JPEG)
         x0 = [
             row[-1]
             for (_, video), row in zip(rows, tiles, strict=True)
             if (match := CHECKPOINT.fullmatch(video.name)) and not match[2]
         ]
         if x0:
-            strip([*x0, tiles[-1][-1]]).save(thumbs / f"{run.instance}.steps.jpg", **JPEG)
+            write_image(thumbs / f"{run.instance}.steps.jpg", strip([*x0, tiles[-1][-1]]), **JPEG)
 
 
 def contact_sheet_job(smk) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting, sized
-from workflow_scripts.video_api.provider import image_mime
+from workflow_scripts.video_api.provider import image_payload
 
 # ImageConfig's values as google-genai documents them
 ASPECTS = ("1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9")
@@ -63,7 +63,8 @@ class Provider(ImageProvider):
         config = types.GenerateContentConfig(
             response_modalities=["IMAGE"], image_config=types.ImageConfig(**settings), seed=seed
         )
-        source = types.Part.from_bytes(data=image.read_bytes(), mime_type=image_mime(image))
+        data, mime = image_payload(image)
+        source = types.Part.from_bytes(data=data, mime_type=mime)
         response = self._call(model=self.model_id, contents=[source, prompt], config=config)
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from workflow_scripts.common.http import ServiceError, openai_client
 from workflow_scripts.image_api.provider import ImageProvider, Refused, Retry, Setting
-from workflow_scripts.video_api.provider import image_mime
+from workflow_scripts.video_api.provider import image_mime, image_payload
 
 REFUSALS = ("moderation_blocked", "content_policy_violation")
 STANDARD = ("1024x1024", "1536x1024", "1024x1536", "auto")
@@ -58,7 +58,9 @@ class Provider(ImageProvider):
     def request(self, image: Path, prompt: str) -> bytes:
         import openai
 
-        source = (image.name, image.read_bytes(), image_mime(image))
+        data, mime = image_payload(image)
+        name = image.name if mime == image_mime(image) else f"{image.stem}.png"
+        source = (name, data, mime)
         try:
             answer = self.client.images.edit(
                 model=self.model_id, image=source, prompt=prompt, n=1, **self.generation

@@ -26,6 +26,8 @@ from pathlib import Path
 import decord
 from PIL import Image
 
+from vgi_models.input_image import load_rgb
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -50,8 +52,7 @@ def to_jpeg(image: Image.Image, long_side: int, quality: int = 88) -> bytes:
 
 def encode_image(path: str | Path, long_side: int = 768) -> bytes:
     """A reference or input image as JPEG bytes, long side at most `long_side`."""
-    with Image.open(path) as image:
-        return to_jpeg(image, long_side)
+    return to_jpeg(load_rgb(path), long_side)
 
 
 def video_duration(video: str | Path) -> float:

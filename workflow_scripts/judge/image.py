@@ -1,14 +1,14 @@
-"""The image judge (VGI-Bench, Appendix C.2): one structured call per generated image.
+"""The image judge (VGI-Bench, Appendix C.2 and Table 19): one call per generated image.
 
 The call shows the input image (the starting state), the reference image where the
-instance has one and the generated image, with the task's image-generation prompt and
-the reference description where there is one. The judge weighs task correctness (any
-task-critical error fails it) and background preservation (minor drift passes) and
-returns one binary success, true only when both pass, with a reason for each: no
-completeness tier, no rubric. A reply whose success disagrees with its criteria is asked
-again like any invalid reply. A generated image that is missing or does not decode, or a
-reply still unusable after the client's retries, is the image's `error`; a failure of
-the service fails the job before anything is written (`jobs.run_vlm`).
+instance has one and the generated image, with the task, its image-generation prompt and
+the reference description and answer where there are ones. Success needs task
+correctness and background preservation (against the input, with Table 19's failures and
+tolerances, `templates/image.txt`); the reply is one binary `success` with its
+`reasoning`, as Table 19 asks: no completeness tier, no rubric. A generated image that is
+missing or does not decode, or a reply still unusable after the client's retries, is the
+image's `error`; a failure of the service fails the job before anything is written
+(`jobs.run_vlm`).
 """
 
 from __future__ import annotations
@@ -26,30 +26,20 @@ from workflow_scripts.judge.frames import encode_image
 from workflow_scripts.judge.jobs import judge_files, unreadable
 from workflow_scripts.judge.schemas import TEXT, object_schema
 
-CRITERIA = ("task_correctness", "background_preservation")
-_CRITERION = object_schema(passed={"type": "boolean"}, reason=TEXT)
-REPLY = object_schema(**dict.fromkeys(CRITERIA, _CRITERION), success={"type": "boolean"})
-
-
-def check_success(reply: dict) -> None:
-    """Rejects (ValueError: asked again) a reply whose `success` is not both criteria passed."""
-    passed = {name: reply[name]["passed"] for name in CRITERIA}
-    if reply["success"] != all(passed.values()):
-        said = ", ".join(f"{name} passed={value}" for name, value in passed.items())
-        raise ValueError(f"success={reply['success']} contradicts {said}")
+REPLY = object_schema(success={"type": "boolean"}, reasoning=TEXT)
 
 
 def error_document(reason: str, calls: int = 0, tokens: dict | None = None) -> dict:
     """The score of an image the judge could not judge (`calls`: the attempts sent)."""
-    unjudged = dict.fromkeys(("success", *CRITERIA))
+    unjudged = dict.fromkeys(REPLY["properties"])
     costs = {"calls": calls, "cached_calls": 0, "tokens": tokens or {}, "model_version": None}
     return {"status": "error", "reason": reason, **unjudged, **costs}
 
 
 async def judge_image(client, instance: dict, image: Path, judge: dict) -> dict:
     """The score document of one generated image (`judge`: the rule's judge params;
-    `instance`: id, task, level, `image_prompt`, `gt_text` and the `image` and `gt_image`
-    paths). `calls` counts the attempts sent, `cached_calls` the cache hits, `tokens` the
+    `instance`: id, task, level, `image_prompt`, `gt_text`, `answer` and the `image` and
+    `gt_image` paths). `calls` counts the attempts sent, `cached_calls` the cache hits, `tokens` the
     reply's usage (cached or not). ServiceError is raised."""
     if reason := failed_generation(image):
         return error_document(f"{GENERATION_FAILED}{reason}")
@@ -70,7 +60,7 @@ async def judge_image(client, instance: dict, image: Path, judge: dict) -> dict:
     parts = prompts.image(templates, instance, *references, generated)
     request = Request("image", parts, REPLY, templates["image_system.txt"])
     try:
-        reply = await client.ask(request, check_success)
+        reply = await client.ask(request)
     except JudgeCallError as error:
         return error_document(error.reason, error.attempts, dict(error.usage))
     return {

@@ -148,7 +148,7 @@ def verdict_retry(templates: Mapping[str, str], missing: Sequence[int], k: int) 
     return Part.of_text(text.substitute(missing=", ".join(map(str, missing)), k=k))
 
 
-NO_REFERENCE = "None for this instance."  # `$reference_text` where it has no description
+NO_REFERENCE = "None for this instance."  # `$reference_text`, `$answer` where it has none
 
 
 def image(
@@ -158,8 +158,9 @@ def image(
     gt_image: bytes | None,
     generated: bytes,
 ) -> tuple[Part, ...]:
-    """The image judge's one call: the task specification (`image_prompt`), the reference
-    description, and the input, reference (where there is one) and generated images."""
+    """The image judge's one call (the paper's Table 19): the task and its specification
+    (`image_prompt`), the reference description and answer, and the input, reference (where
+    there is one) and generated images."""
 
     def captioned(caption: str, jpeg: bytes | None) -> list[Part]:
         return [] if jpeg is None else [Part.of_text(caption), Part.of_image(jpeg)]
@@ -173,9 +174,8 @@ def image(
         templates["image.txt"],
         images,
         task=instance["task"],
-        level=instance["level"],
-        instance=instance["instance"],
         spec=instance["image_prompt"],
         reference_text=instance.get("gt_text") or NO_REFERENCE,
+        answer=instance.get("answer") or NO_REFERENCE,
     )
     return tuple(parts)

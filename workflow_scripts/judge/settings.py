@@ -157,8 +157,8 @@ def instance_params(row: Mapping) -> dict:
 
 def image_instance_params(row: Mapping) -> dict:
     """What the image judge reads of an instance: its id, task and level, the image prompt
-    (the task specification), the reference text, and the paths of its input and reference
-    images (None where there is none)."""
-    texts = {key: row[key] for key in ("task", "image_prompt", "gt_text")}
+    (the task specification), the reference text and answer, and the paths of its input and
+    reference images (None where there is none)."""
+    texts = {key: row[key] for key in ("task", "image_prompt", "gt_text", "answer")}
     images = {key: None if row[key] is None else str(row[key]) for key in ("image", "gt_image")}
     return {"instance": row.name, "level": int(row["level"]), **texts, **images}

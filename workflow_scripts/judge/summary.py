@@ -4,11 +4,13 @@ of its outputs are errors, and where they are listed."""
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable
 from pathlib import Path
 
 from workflow_scripts.common import layout
-from workflow_scripts.common.files import read_json
+from workflow_scripts.common.files import read_json, write_text
+from workflow_scripts.common.redact import redact
 
 
 def _statuses(paths: Iterable[str]) -> dict[str, dict]:
@@ -39,7 +41,7 @@ def judge_errors_line(
         return None
     found = {"score": _statuses(scores), "transitions": _statuses(labels)}
     errors = [
-        (kind, path, doc["reason"])
+        (kind, path, redact(doc["reason"]) if isinstance(doc["reason"], str) else doc["reason"])
         for kind, docs in found.items()
         for path, doc in docs.items()
         if doc["status"] == "error"
@@ -52,11 +54,11 @@ def judge_errors_line(
     if not errors:
         listing.unlink(missing_ok=True)
         return summary + "."
-    listing.parent.mkdir(parents=True, exist_ok=True)
-    with open(listing, "w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(["kind", "file", "reason"])
-        writer.writerows(errors)
+    rows = io.StringIO(newline="")
+    writer = csv.writer(rows)
+    writer.writerow(["kind", "file", "reason"])
+    writer.writerows(errors)
+    write_text(listing, rows.getvalue())
     return f"{summary}, listed in {listing}."
 
 
@@ -70,5 +72,5 @@ def service_failure_line(logs: str | Path, since: float) -> str | None:
             text = log.read_text(encoding="utf-8", errors="replace")
             for line in text.splitlines():
                 if line.startswith(FAILURE):
-                    return f"{line} (log: {log})"
+                    return f"{redact(line)} (log: {log})"
     return None

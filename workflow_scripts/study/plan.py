@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, run_folder
 from workflow_scripts.judge.frames import samples
 from workflow_scripts.judge.protocol import windows
@@ -121,13 +122,20 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def seconds_per_video(study: Study, run, tallies: Mapping[str, Tally]) -> float:
-    """Measured seconds per video of the run, else of the model's runs, else the registry's."""
+def measured_seconds(study: Study, run, tallies: Mapping[str, Tally]) -> float | None:
+    """Mean measured seconds per video of the run, else of the model's runs; None before
+    any of them is made."""
     for runs in ([run], [r for r in study.runs.values() if r.model == run.model]):
         measured = [tallies[r.key] for r in runs]
         if count := sum(t.measured for t in measured):
             return sum(t.seconds for t in measured) / count
-    return 60.0 * (run.runtime_min or 60)
+    return None
+
+
+def seconds_per_video(study: Study, run, tallies: Mapping[str, Tally]) -> float:
+    """Measured seconds per video (`measured_seconds`), else the registry's runtime."""
+    measured = measured_seconds(study, run, tallies)
+    return 60.0 * (run.runtime_min or 60) if measured is None else measured
 
 
 def per_call(study: Study, tallies: Mapping[str, Tally]) -> dict:
@@ -250,8 +258,7 @@ def plan_job(smk) -> None:
     study = Study.from_dict(smk.params.study)
     table = plan_table(study, smk.params.prices)
     path = Path(study.outdir) / "plan.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(path, index=False)
+    write_text(path, table.to_csv(index=False))
     currency = smk.params.prices.get("currency", "")
     text = (
         f"\nThe study's plan ({path}; cost_left in {currency}, empty: not priced):\n\n"

@@ -10,19 +10,23 @@ counted again): videos, generated, judged (main judge, `ok`), labelled (`ok`), f
 (documents in `error` and jobs of this run that failed), jobs running now, the hours of
 generation left, and what was spent so far (GPU-hours, VLM calls, tokens, cost); and the
 errors, each with its reason and the command that reruns it. The page (static HTML, it
-reloads itself every 30 s) shows per model a progress bar each for videos made, judged
-and labelled, the time left and the spend beside the plan's estimate for the whole
+reloads itself every 30 s until the run has ended, which it then says; `status_page`)
+shows per model a progress bar each for videos made, judged and labelled (or the judge
+off, and why), the time left and the spend beside the plan's estimate for the whole
 study (spent + the plan's `*_left`, `plan.plan_row`), then the table and the errors.
 
-Time left of a model: its seconds per video (the plan's: measured, else the registry's)
-x (videos not started + for each of its generate jobs running now, the share of a video
-it has still to go, max(0, 1 - its seconds so far / seconds per video)), divided by the
-number of its generate jobs running now (at least 1): the wall time at the pace of now.
+Time left of a model: its measured seconds per video (`plan.measured_seconds`; none before
+its first video is made: no estimate then, the registry's time limit is no estimate) x
+(videos not started + for each of its generate jobs running now, the share of a video it
+has still to go, max(0, 1 - its seconds so far / seconds per video)), divided by its
+lanes: the most of its generate jobs seen running at once in this run, at most its videos
+left (at least 1). The study's: the models' sum over the study's lanes.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import shlex
 import threading
 import time
@@ -35,9 +39,10 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
+from workflow_scripts.common.redact import redact
 from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
 from workflow_scripts.study.documents import CHECKPOINTS, IMAGE, LABELS, Documents, Study
-from workflow_scripts.study.plan import learn, plan_row, seconds_per_video
+from workflow_scripts.study.plan import learn, measured_seconds, plan_row
 from workflow_scripts.study.prices import total
 from workflow_scripts.study.status_page import page
 from workflow_scripts.study.tally import Tally, tally
@@ -85,14 +90,22 @@ def errors_of(study: Study, run, task: str, count: Tally, rerun: str) -> list[li
     return rows
 
 
-def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict], seconds: float,
-             prices: dict, ledger: pd.DataFrame, now: float) -> dict:  # fmt: skip
+def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict],
+             seconds: float | None, prices: dict, ledger: pd.DataFrame,
+             now: float) -> dict:  # fmt: skip
     """The status of a (run, task) from its counts, its `jobs` (running or failed) and
-    the run's `seconds` per video (`now`: time.monotonic())."""
+    the run's measured `seconds` per video (None: none made yet, so no time left but NaN
+    where videos are left; `now`: time.monotonic())."""
     running = [j for j in jobs if j["state"] == "running"]
     making = [j for j in running if j["rule"] in GENERATE_RULES]
-    share = sum(max(0.0, 1 - (now - j["started"]) / seconds) for j in making)
     waiting = max(0, count.videos - count.made - len(making)) if run.generates else 0
+    if not (waiting or making):
+        hours = 0.0
+    elif seconds is None:  # no video of the model made yet: no basis
+        hours = math.nan
+    else:
+        share = sum(max(0.0, 1 - (now - j["started"]) / seconds) for j in making)
+        hours = (waiting + share) * seconds / 3600
     mine = ledger[ledger["task"] == task] if run.kind == API else ledger  # else none
     costs = run_costs(study, run, count, prices, mine)
     return {
@@ -106,7 +119,7 @@ def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict], secon
         + sum(stage in (MAIN, LABELS, IMAGE) for _, stage, _ in count.errors)
         + sum(j["state"] == "failed" for j in jobs),
         "running": len(running),
-        "hours_left": (waiting + share) * seconds / 3600 if run.generates else 0.0,
+        "hours_left": hours,
         "gpu_hours": costs[0]["gpu_hours"],
         "calls": sum(row["calls"] for row in costs[1:]),
         "tokens": sum(row["input_tokens"] + row["output_tokens"] for row in costs[1:]),
@@ -115,10 +128,10 @@ def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict], secon
 
 
 def model_rows(study: Study, table: pd.DataFrame, tallies: dict[str, Tally], jobs: list,
-               prices: dict) -> pd.DataFrame:  # fmt: skip
+               prices: dict, lanes: dict) -> pd.DataFrame:  # fmt: skip
     """Per run key, then `total`: the progress summed over its tasks, the time left at the
-    pace of now, and beside the spend, the plan's estimate for the whole study (spent +
-    the plan's `*_left`)."""
+    pace of now (NaN: no basis yet; over its lanes, the most generate jobs seen at once),
+    and beside the spend, the plan's estimate for the whole study (spent + `*_left`)."""
     learned = learn(study, tallies)
     plan = {key: plan_row(study, run, tallies, prices, learned) for key, run in study.runs.items()}
     making = [j["wildcards"].get("model") for j in jobs
@@ -129,14 +142,18 @@ def model_rows(study: Study, table: pd.DataFrame, tallies: dict[str, Tally], job
         plans = list(plan.values()) if run is None else [plan[run.key]]
         spent = {key: mine[key].sum() for key in ("gpu_hours", "calls", "tokens")}
         spent["cost"] = total(mine["cost"].dropna())
-        running = len(making) if run is None else making.count(run.key)
+        name = "total" if run is None else run.key
+        running = len(making) if run is None else making.count(name)
+        left = sum(t.videos - t.made for key, t in tallies.items()
+                   if study.runs[key].generates and (run is None or key == name))  # fmt: skip
         rows.append({
-            "model": "total" if run is None else run.key,
+            "model": name,
             **{key: mine[key].sum() for key in ("videos", "generated", "judged", "labelled")},
             "labels": any(LABELS in study.stages(r) for r in study.runs.values()
                           if run is None or r is run),
             "making": running,
-            "hours_left": mine["hours_left"].sum() / max(1, running),
+            "hours_left": mine["hours_left"].sum(skipna=False)
+            / max(1, min(max(running, lanes.get(name, 0)), left)),
             **spent,
             "plan_gpu_hours": spent["gpu_hours"] + sum(p["gpu_hours_left"] for p in plans),
             "plan_calls": spent["calls"] + sum(p["calls_left"] for p in plans),
@@ -147,16 +164,17 @@ def model_rows(study: Study, table: pd.DataFrame, tallies: dict[str, Tally], job
 
 
 def progress(study: Study, counts: dict[tuple[str, str], Tally], jobs: list[dict], rerun: str,
-             prices: dict, ledger: pd.DataFrame):  # fmt: skip
+             prices: dict, ledger: pd.DataFrame, lanes: dict | None = None):  # fmt: skip
     """(status table, models table, errors table) from the counts of each (run key, task)
     and `jobs` (this run's running or failed jobs: rule, wildcards, state, started,
     reason, target). `rerun`: what a rerun command puts after its target (cores, config
-    files, --config last)."""
+    files, --config last); `lanes`: by run key and `total`, the most generate jobs seen
+    running at once so far."""
     rows, errors, now = [], [], time.monotonic()
     tallies = {key: Tally() for key in study.runs}
     for (key, _), count in counts.items():
         tallies[key] = tallies[key] + count
-    seconds = {key: seconds_per_video(study, run, tallies) for key, run in study.runs.items()}
+    seconds = {key: measured_seconds(study, run, tallies) for key, run in study.runs.items()}
     for (key, task), count in counts.items():
         run = study.runs[key]
         mine = [j for j in jobs if j["wildcards"].get("model") == key
@@ -170,8 +188,9 @@ def progress(study: Study, counts: dict[tuple[str, str], Tally], jobs: list[dict
             command = f"snakemake {shlex.quote(job['target'])} {rerun}"
             errors.append([*where, job["rule"], job["reason"], command])
     table = pd.DataFrame(rows, columns=COLUMNS)
-    models = model_rows(study, table, tallies, jobs, prices)
+    models = model_rows(study, table, tallies, jobs, prices, lanes or {})
     sums = table[COLUMNS[2:]].sum(min_count=1).to_dict()
+    sums["hours_left"] = table["hours_left"].sum(skipna=False)
     table = pd.concat([table, pd.DataFrame([{"model": "total", "task": "", **sums}])],
                       ignore_index=True)  # fmt: skip
     counted = [c for c in COLUMNS[2:] if c not in ("hours_left", "gpu_hours", "cost")]
@@ -189,20 +208,34 @@ def last_line(paths: list[str]) -> str:
         except OSError:
             continue
         if text := [line.strip() for line in lines if line.strip()]:
-            return text[-1][:400]
+            return redact(text[-1])[:400]
     return "no log; see Snakemake's output"
+
+
+def ended_line(stamp: str, jobs: list[dict], failed: bool) -> str:
+    """The page's line for a run that has ended at `stamp`: finished, or how it failed."""
+    count = sum(job["state"] == "failed" for job in jobs)
+    if count:
+        return f"Run ended {stamp}: {count} job(s) failed (see Errors below)."
+    if failed:
+        return f"Run ended {stamp} in an error (see Snakemake's output); no job failed."
+    return f"Run finished {stamp}: every job done, none failed."
 
 
 class StatusWriter(logging.Handler):
     """Keeps status.csv, status.html and status_errors.csv of a run up to date from
     Snakemake's job events; `say` prints a line to the terminal (at most every
-    `say_every` seconds, and the whole table at the end)."""
+    `say_every` seconds, and the whole table at the end). `judge_off`: why this run
+    judges nothing (the page says so), or None."""
 
     def __init__(self, study: Study, prices: dict, rerun: str, say: Callable[[str], None],
-                 every: float = 5.0, say_every: float = 60.0):  # fmt: skip
+                 every: float = 5.0, say_every: float = 60.0,
+                 judge_off: str | None = None):  # fmt: skip
         super().__init__(logging.INFO)
-        self.study, self.prices, self.rerun, self.say = study, prices, rerun, say
-        self.every, self.say_every = every, say_every
+        # the rerun command repeats this run's --config: an endpoint's credentials go
+        self.study, self.prices, self.rerun, self.say = study, prices, redact(rerun), say
+        self.every, self.say_every, self.judge_off = every, say_every, judge_off
+        self.lanes: dict[str, int] = {}  # the most generate jobs seen at once, by run key
         self.docs = Documents()
         self.instances = task_instances(study)
         self.counts: dict[tuple[str, str], Tally] = {}
@@ -263,9 +296,10 @@ class StatusWriter(logging.Handler):
         if any(self.study.runs[key].kind == API for key, _ in dirty):
             self.ledger = study_ledger(self.study)
 
-    def write(self, final: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def write(self, final: bool = False, failed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Write the status files (and at the end, `final`, tables/costs.csv, every
-        document counted again); returns the status and errors tables."""
+        document counted again; `failed`: the run ended in an error); returns the status
+        and errors tables."""
         with self.guard:
             self.timer = None
             self.written = time.monotonic()
@@ -275,13 +309,18 @@ class StatusWriter(logging.Handler):
             counts = {key: self.counts[key] for key in self.instances}
             jobs = list(self.jobs.values())
             table, models, errors = progress(self.study, counts, jobs, self.rerun, self.prices,
-                                             self.ledger)  # fmt: skip
+                                             self.ledger, self.lanes)  # fmt: skip
+            self.lanes = {row.model: max(self.lanes.get(row.model, 0), row.making)
+                          for row in models.itertuples()}  # fmt: skip
+            errors = errors.map(lambda v: redact(v) if isinstance(v, str) else v)
             out = Path(self.study.outdir)
             write_text(out / "status.csv", table.to_csv(index=False))
             write_text(out / "status_errors.csv", errors.to_csv(index=False))
             stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-            currency = self.prices.get("currency", "")
-            write_text(out / "status.html", page(table, models, errors, stamp, currency))
+            ended = ended_line(stamp, jobs, failed) if final else None
+            shown = page(table, models, errors, stamp, self.prices.get("currency", ""),
+                         self.judge_off, ended)  # fmt: skip
+            write_text(out / "status.html", shown)
             if final:
                 tallies = {key: Tally() for key in self.study.runs}
                 for (key, _), count in counts.items():
@@ -298,14 +337,15 @@ class StatusWriter(logging.Handler):
             )
         return table, errors
 
-    def finish(self) -> None:
-        """At the end of the run: the last status, the errors, tables/costs.csv."""
+    def finish(self, failed: bool = False) -> None:
+        """At the end of the run (`failed`: in an error): the last status, the page saying
+        the run has ended, the errors, tables/costs.csv."""
         if self.timer is not None:
             self.timer.cancel()
         if not self.active:
             return
         self.jobs = {i: j for i, j in self.jobs.items() if j["state"] == "failed"}
-        table, errors = self.write(final=True)
+        table, errors = self.write(final=True, failed=failed)
         self.say("\n" + table.to_string(index=False))
         for error in errors.itertuples():
             self.say(f"error {error.model} {error.task} {error.instance} ({error.stage}): "

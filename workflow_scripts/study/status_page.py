@@ -1,9 +1,12 @@
-"""status.html: per model a progress bar each for videos made, judged and labelled, the
-time left and the spend beside the plan's estimate; then the status table and the errors."""
+"""status.html: whether the run has ended and whether the judge is off; per model a
+progress bar each for videos made, judged and labelled (`judge off`: none), the time left
+while the run goes and the spend beside the plan's estimate; then the status table and
+the errors."""
 
 from __future__ import annotations
 
 import html
+import math
 
 import pandas as pd
 
@@ -16,7 +19,9 @@ STYLE = (
     ".bar>div{height:100%;background:#5b9bd5;border-radius:3px}"
     ".bar>span{position:absolute;inset:0;text-align:center;line-height:1.3em;font-size:90%}"
     "#models td{white-space:nowrap}.of{color:#666;font-size:90%}code{font-size:90%}"
+    ".note{color:#666}#judge-off,#ended{font-weight:bold}"
 )
+NO_BASIS = "after its first video"  # no video of the model made yet: no measured seconds
 BARS = {"generated": "videos made", "judged": "judged", "labelled": "labelled"}
 SPENT = {"gpu_hours": ("GPU-hours", "{:.3f}"), "calls": ("VLM calls", "{:,.0f}"),
          "tokens": ("tokens", "{:,.0f}")}  # fmt: skip
@@ -35,7 +40,10 @@ def duration(hours: float) -> str:
 
 
 def time_left(hours: float, making: int) -> str:
-    """The time left, or `finishing` where the jobs running have outrun the plan's time."""
+    """The time left; NO_BASIS before a video of the model is made; `finishing` where the
+    jobs running have outrun the measured time."""
+    if math.isnan(hours):
+        return NO_BASIS
     if hours:
         return duration(hours)
     return "finishing" if making else "—"
@@ -56,40 +64,76 @@ def spent_of(value, planned, form: str) -> str:
     return form.format(value) + (f' <span class="of">of {estimate}</span>' if estimate else "")
 
 
-def models_table(models: pd.DataFrame, currency: str) -> str:
-    """The models' progress bars, time left and spend beside the plan."""
+def models_table(models: pd.DataFrame, currency: str, judged: bool, going: bool) -> str:
+    """The models' progress bars (`judged`: the judge's and labels' too, else `judge
+    off`), time left (while the run is `going`) and spend beside the plan."""
     cost = f"cost ({currency})" if currency else "cost"
-    head = ["model", *BARS.values(), "time left", *(name for name, _ in SPENT.values()), cost]
+    head = ["model", *BARS.values(), *(["time left"] if going else [])]
+    head += [*(name for name, _ in SPENT.values()), cost]
     lines = ['<table id="models">', "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for row in models.to_dict("records"):
         cells = [html.escape(row["model"])]
         for column in BARS:
-            shown = column != "labelled" or row["labels"]
-            cells.append(bar(row[column], row["videos"], column) if shown else "—")
-        cells.append(time_left(row["hours_left"], row["making"]))
+            if column != "generated" and not judged:
+                cells.append('<span class="note">judge off</span>')
+            elif column != "labelled" or row["labels"]:
+                cells.append(bar(row[column], row["videos"], column))
+            else:
+                cells.append("—")
+        if going:
+            cells.append(time_left(row["hours_left"], row["making"]))
         cells += [spent_of(row[key], row[f"plan_{key}"], form) for key, (_, form) in SPENT.items()]
         cells.append(spent_of(row["cost"], row["plan_cost"], "{:,.2f}"))
         lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     return "\n".join([*lines, "</table>"])
 
 
-def page(table: pd.DataFrame, models: pd.DataFrame, errors: pd.DataFrame, written: str,
-         currency: str) -> str:  # fmt: skip
-    """status.html: the models, the status table, then the errors."""
+def generation_left(models: pd.DataFrame) -> str:
+    """The study's time left, or which models have no video made yet to measure."""
     total = models.iloc[-1]
-    left = time_left(total["hours_left"], total["making"]).replace("—", "none")
-    left += " at the pace of now" if total["hours_left"] else ""
+    if math.isnan(total["hours_left"]):
+        rows = models.iloc[:-1]
+        waiting = rows.loc[rows["hours_left"].isna(), "model"]
+        return f"estimated once each model has made a video (none yet: {', '.join(waiting)})"
+    if not total["hours_left"]:
+        return time_left(0.0, total["making"]).replace("—", "none")
+    return duration(total["hours_left"]) + " at the pace of now"
+
+
+def state_lines(table: pd.DataFrame, models: pd.DataFrame, written: str,
+                judge_off: str | None, ended: str | None) -> list[str]:  # fmt: skip
+    """The run's state: ended (`ended`: the line saying so) or running, and the time
+    left; then the judge off (`judge_off`: why; the plan's VLM calls then are what judging
+    would take), once."""
+    spend = "Beside each spend so far, the plan's estimate for the whole study (spent + left)."
+    if ended:
+        lines = [f'<p id="ended">{html.escape(ended)}</p>', f"<p>Written {written}. {spend}</p>"]
+    else:
+        running = int(table.iloc[-1]["running"])
+        left = html.escape(generation_left(models))
+        lines = [f"<p>Written {written}; reloads every 30 s. Running now: {running} job(s). "
+                 f"Generation left: {left}. {spend}</p>"]  # fmt: skip
+    if judge_off:
+        calls = models.iloc[-1]["plan_calls"]
+        planned = "; the VLM estimates are what judging would take" if calls else ""
+        lines.append(f'<p id="judge-off">Judge off: {html.escape(judge_off)}, so this run '
+                     f"judges and labels no video{planned}.</p>")  # fmt: skip
+    return lines
+
+
+def page(table: pd.DataFrame, models: pd.DataFrame, errors: pd.DataFrame, written: str,
+         currency: str, judge_off: str | None, ended: str | None) -> str:  # fmt: skip
+    """status.html: the run's state (`state_lines`; reloading itself until it has ended),
+    the models, the status table, then the errors."""
     lines = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        '<meta http-equiv="refresh" content="30">',
+        *([] if ended else ['<meta http-equiv="refresh" content="30">']),
         "<title>Study status</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>Study status</h1>",
-        f"<p>Written {html.escape(written)}; reloads every 30 s. Running now: "
-        f"{int(table.iloc[-1]['running'])} job(s). Generation left: {left}. Beside each "
-        "spend so far, the plan's estimate for the whole study (spent + left).</p>",
-        models_table(models, currency),
+        *state_lines(table, models, html.escape(written), judge_off, ended),
+        models_table(models, currency, judge_off is None, ended is None),
         "<h2>By task</h2>",
         table.to_html(index=False, table_id="status", border=0, na_rep=""),
         f"<h2>Errors ({len(errors)})</h2>",

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workflow_scripts.common.http import ServiceError
-from workflow_scripts.video_api.provider import Outcome, Refused, Retry, Setting, VideoProvider
+from workflow_scripts.video_api.provider import (
+    Outcome,
+    Refused,
+    Retry,
+    Setting,
+    VideoProvider,
+    image_payload,
+)
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
     import pandas as pd
@@ -45,7 +52,7 @@ class Provider(VideoProvider):
         "negative_prompt": Setting(str),
     }
     SIZE_SETTING = "mode"  # the video keeps the image's aspect; mode fixes its resolution
-    FPS = 30  # not in Kling's API: as gateways list kling-v3's videos
+    FPS = 24  # not in Kling's API: the paper's Table 10
 
     @classmethod
     def resolution(cls, generation: dict) -> str:
@@ -87,7 +94,7 @@ class Provider(VideoProvider):
     def submit(self, image: Path, prompt: str) -> str:
         body = {
             "model_name": self.model_id,
-            "image": base64.b64encode(Path(image).read_bytes()).decode(),
+            "image": base64.b64encode(image_payload(image)[0]).decode(),
             "prompt": prompt,
             **self.generation,
         }

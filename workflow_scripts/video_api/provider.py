@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vgi_models.input_image import model_image_bytes
 from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks, retry_after
 from workflow_scripts.common.keys import IMPORT_VIDEOS
 
@@ -39,9 +40,16 @@ def image_mime(image: Path) -> str:
     return mimetypes.guess_type(str(image))[0] or "image/png"
 
 
+def image_payload(image: Path) -> tuple[bytes, str]:
+    """The bytes and media type an API is sent for an input image: the file itself, or a
+    PNG of what it shows where the file is 16-bit or transparent (`vgi_models.input_image`)."""
+    return model_image_bytes(image, image_mime(image))
+
+
 def data_uri(image: Path) -> str:
     """An input image inline: `data:<type>;base64,<bytes>`."""
-    return f"data:{image_mime(image)};base64,{base64.b64encode(Path(image).read_bytes()).decode()}"
+    data, mime = image_payload(image)
+    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
 @dataclass(frozen=True)

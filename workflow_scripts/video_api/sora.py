@@ -55,8 +55,10 @@ class Provider(VideoProvider):
     def submit(self, image: Path, prompt: str) -> str:
         from PIL import Image
 
+        from vgi_models.input_image import load_rgb
+
         size = self.generation["size"]
-        frame = Image.open(image).convert("RGB")
+        frame = load_rgb(image)
         frame = frame.resize(self.frame_size(self.generation), Image.LANCZOS)
         data = io.BytesIO()
         frame.save(data, format="PNG")

@@ -15,7 +15,7 @@ from workflow_scripts.video_api.provider import (
     Retry,
     Setting,
     VideoProvider,
-    image_mime,
+    image_payload,
 )
 
 SUBMIT = ":predictLongRunning"
@@ -74,7 +74,8 @@ class Provider(VideoProvider):
     def submit(self, image: Path, prompt: str) -> str:
         from google.genai import types
 
-        frame = types.Image(image_bytes=Path(image).read_bytes(), mime_type=image_mime(image))
+        data, mime = image_payload(image)
+        frame = types.Image(image_bytes=data, mime_type=mime)
         source = types.GenerateVideosSource(prompt=prompt, image=frame)
         config = types.GenerateVideosConfig(number_of_videos=1, **self.generation)
         operation = self._call(

@@ -8,7 +8,7 @@ Templates use `string.Template` placeholders (`$name` or `${name}`; `$$` is a li
     verdict.txt        $task $goal $checklist $k $rounds $windows
     verdict_retry.txt  $missing $k   (verdict: strict; appended when a verdict left out items)
     transition.txt     $task $goal $checklist $earlier $later $references $frames
-    image.txt          $task $level $instance $spec $reference_text
+    image.txt          $task $spec $reference_text $answer
                        $input_image $reference_image $generated_image
     *_system.txt       none
 
@@ -38,7 +38,7 @@ PLACEHOLDERS = {
     "transition_system.txt": (),
     "transition.txt": ("task", "goal", "checklist", "earlier", "later", "references", "frames"),
     "image_system.txt": (),
-    "image.txt": ("task", "level", "instance", "spec", "reference_text")
+    "image.txt": ("task", "spec", "reference_text", "answer")
     + ("input_image", "reference_image", "generated_image"),
 }
 REQUIRED = ("references", "frames", "input_image", "generated_image")
