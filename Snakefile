@@ -43,6 +43,7 @@ rule all:
     default_target: True
     input:
         rules.select_instances.output,
+        rules.coverage.output if len(STUDY.coverage) else [],
         rules.generate_all.input,
         judge_targets(rules.label_agreement.output if TRANSITIONS.human else []),
         judge_targets(rules.plots.output),

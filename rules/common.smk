@@ -101,6 +101,18 @@ TASKS = {
     }
     for condition, rows in ROWS.items()
 }
+# Each run's own instances and tasks: a model made elsewhere (`source: videos`) is judged
+# on the instances its folder holds (the rest are counted in tables/coverage.csv).
+RUN_ROWS = {
+    key: STUDY.rows_of(model, condition) for key, (model, condition, _) in RUNS.items()
+}
+RUN_TASKS = {
+    key: {task: list(group.index) for task, group in rows.groupby("task", sort=False)}
+    for key, rows in RUN_ROWS.items()
+}
+# The coverage records (Study.coverage) of the video and of the image models made elsewhere.
+VIDEO_COVERAGE = STUDY.coverage[STUDY.coverage["output"] == "video"].to_dict("records")
+IMAGE_COVERAGE = STUDY.coverage[STUDY.coverage["output"] == "image"].to_dict("records")
 GENERATION_PARAMS = {
     key: STUDY.generation_params(model, seed) for key, (model, _, seed) in RUNS.items()
 }
@@ -181,11 +193,17 @@ def instance_prompt(wildcards):
 
 
 def selected_task(wildcards):
-    """The task's instances; a task outside the run's selection is an error naming it."""
+    """The task's instances of the job's run (a model made elsewhere: those its folder
+    holds); a task outside the run's selection is an error naming it."""
     condition = condition_of(wildcards)
     try:
-        return TASKS[condition][wildcards.task]
+        return RUN_TASKS[wildcards.model][wildcards.task]
     except KeyError:
+        if wildcards.task in TASKS[condition]:
+            raise WorkflowError(
+                f"{wildcards.model}'s folder holds no video of task {wildcards.task} "
+                f"(see {OUT}/tables/coverage_missing.csv)."
+            ) from None
         raise _outside(f"{wildcards.task} has none", condition) from None
 
 
@@ -216,11 +234,11 @@ def label_frames(wildcards):
 
 
 @functools.cache
-def task_inputs(condition, task):
-    """The input and ground-truth images of `task`'s instances under `condition`, and what
-    the VLM jobs read of each instance by id: built once per (condition, task), not per job.
+def task_inputs(run, task):
+    """The input and ground-truth images of `task`'s instances of `run` (a run key), and
+    what the VLM jobs read of each instance by id: built once per (run, task), not per job.
     """
-    rows = ROWS[condition].loc[TASKS[condition][task]]
+    rows = RUN_ROWS[run].loc[RUN_TASKS[run][task]]
     images = [path for path in [*rows["image"], *rows["gt_image"]] if path]
     return images, {instance: instance_params(row) for instance, row in rows.iterrows()}
 
@@ -228,14 +246,14 @@ def task_inputs(condition, task):
 def task_images(wildcards):
     """Input function: the input and ground-truth images of the job's task."""
     selected_task(wildcards)  # a task outside the selection: the error naming it
-    return task_inputs(condition_of(wildcards), wildcards.task)[0]
+    return task_inputs(wildcards.model, wildcards.task)[0]
 
 
 def task_instances(wildcards):
     """Params function: what the VLM jobs read of the task's instances, by id (texts and
     image paths): an edited rubric reruns its task's jobs."""
     selected_task(wildcards)
-    return task_inputs(condition_of(wildcards), wildcards.task)[1]
+    return task_inputs(wildcards.model, wildcards.task)[1]
 
 
 def runs_of(models, main_only=False):
@@ -254,7 +272,7 @@ def per_instance(pattern, models=STUDY.models, main_only=True):
     return [
         pattern.format(model=key, task=task, instance=instance)
         for key in runs_of(models, main_only)
-        for instance, task in ROWS[RUNS[key][1]]["task"].items()
+        for instance, task in RUN_ROWS[key]["task"].items()
     ]
 
 
@@ -265,7 +283,7 @@ def per_task(stage, models=STUDY.models, main_only=False):
     return [
         f"{OUT}/{key}/{task}/{stage}"
         for key in runs_of(models, main_only)
-        for task in TASKS[RUNS[key][1]]
+        for task in RUN_TASKS[key]
     ]
 
 
@@ -276,7 +294,7 @@ def per_variant(models=STUDY.models):
         str(judge_folder(OUT, model, task, name))
         for name in VARIANTS
         for model in models
-        for task in TASKS[DEFAULT_CONDITION]
+        for task in RUN_TASKS[model]
     ]
 
 
@@ -309,7 +327,7 @@ def model_runs(pattern):
     """Input function: `pattern` (under RUN) for every selected instance of the job's model."""
     return lambda wildcards: [
         pattern.format(model=wildcards.model, task=task, instance=instance)
-        for instance, task in INSTANCES["task"].items()
+        for instance, task in RUN_ROWS[wildcards.model]["task"].items()
     ]
 
 
@@ -483,6 +501,14 @@ IMAGE_TASKS = {
     task: list(group.index)
     for task, group in IMAGE_INSTANCES.groupby("task", sort=False)
 }
+# Each image model's own instances by task (made elsewhere: those its folder holds).
+IMAGE_MODEL_TASKS = {
+    model: {
+        task: list(group.index)
+        for task, group in STUDY.image_rows_of(model).groupby("task", sort=False)
+    }
+    for model in STUDY.image_models
+}
 IMAGE_JUDGE_PARAMS = judge_params(config["judge"], ["image"])
 IMAGE_PAPER_ROWS = paper_rows(REGISTRY, list(STUDY.image_models))
 IMAGE_PIPELINES = [m for m, spec in STUDY.image_models.items() if spec.kind == PIPELINE]
@@ -493,7 +519,7 @@ IMAGE_GENERATION_PARAMS = {
 IMAGE_RUNS = [  # every image of the branch
     f"{RUN}/image.png".format(model=model, task=task, instance=instance)
     for model in STUDY.image_models
-    for instance, task in IMAGE_INSTANCES["task"].items()
+    for instance, task in STUDY.image_rows_of(model)["task"].items()
 ]
 
 
@@ -518,10 +544,16 @@ def image_model_resource(name, default):
 
 
 def image_task(wildcards):
-    """The task's instances in the image branch; another task is an error naming it."""
+    """The task's instances of the job's image model in the image branch (made elsewhere:
+    those its folder holds); another task is an error naming it."""
     try:
-        return IMAGE_TASKS[wildcards.task]
+        return IMAGE_MODEL_TASKS[wildcards.model][wildcards.task]
     except KeyError:
+        if wildcards.task in IMAGE_TASKS:
+            raise WorkflowError(
+                f"{wildcards.model}'s folder holds no image of task {wildcards.task} "
+                f"(see {OUT}/tables/coverage_missing.csv)."
+            ) from None
         raise WorkflowError(
             f"{wildcards.task} has no instances in the image branch (a selected task that "
             f"ships prompt/image_gen_prompt/{wildcards.task}.txt; see "
@@ -530,10 +562,10 @@ def image_task(wildcards):
 
 
 @functools.cache
-def image_task_inputs(task):
-    """The input and reference images of `task`'s image instances, and what the image
-    judge reads of each instance by id."""
-    rows = IMAGE_INSTANCES.loc[IMAGE_TASKS[task]]
+def image_task_inputs(model, task):
+    """The input and reference images of `task`'s image instances of `model`, and what the
+    image judge reads of each instance by id."""
+    rows = IMAGE_INSTANCES.loc[IMAGE_MODEL_TASKS[model][task]]
     images = [path for path in [*rows["image"], *rows["gt_image"]] if path]
     return images, {
         instance: image_instance_params(row) for instance, row in rows.iterrows()
@@ -543,13 +575,13 @@ def image_task_inputs(task):
 def image_references(wildcards):
     """Input function: the input and reference images of the job's task."""
     image_task(wildcards)
-    return image_task_inputs(wildcards.task)[0]
+    return image_task_inputs(wildcards.model, wildcards.task)[0]
 
 
 def image_instances(wildcards):
     """Params function: what the image judge reads of the task's instances, by id."""
     image_task(wildcards)
-    return image_task_inputs(wildcards.task)[1]
+    return image_task_inputs(wildcards.model, wildcards.task)[1]
 
 
 def image_task_runs(wildcards):

@@ -35,11 +35,11 @@ rule gallery:
         image_scores=judge_targets(rules.image_tables.input.scores),
     output:
         index=f"{OUT}/gallery/index.html",
-        pages=expand(
-            f"{OUT}/gallery/{{model}}/{{task}}.html",
-            model=STUDY.models,
-            task=INSTANCES["task"].unique(),
-        ),
+        pages=[  # a model made elsewhere: the tasks its folder holds videos of
+            f"{OUT}/gallery/{model}/{task}.html"
+            for model in STUDY.models
+            for task in RUN_TASKS[model]
+        ],
     log:
         f"{OUT}/logs/gallery.log",
     localrule: True

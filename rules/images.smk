@@ -103,7 +103,7 @@ rule image_tables:
         scores=[
             f"{OUT}/{model}/{task}/judge_image"
             for model in STUDY.image_models
-            for task in IMAGE_TASKS
+            for task in IMAGE_MODEL_TASKS[model]
         ],
     output:
         success=report(
@@ -125,6 +125,8 @@ rule image_tables:
     params:
         paper_rows=IMAGE_PAPER_ROWS,
         paper_table=config["benchmark"]["paper_image_table"],
+        levels=IMAGE_INSTANCES["level"].to_dict(),
+        coverage=IMAGE_COVERAGE,
     script:
         "../workflow_scripts/entry/image_tables.py"
 

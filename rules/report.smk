@@ -12,6 +12,27 @@ STUDY_TABLES = [
 ]
 
 
+# How much of the selection each model made elsewhere (`source: videos|images`) holds a
+# file of: such a model is judged on what its folder holds, the rest counted here.
+rule coverage:
+    output:
+        coverage=report(
+            f"{OUT}/tables/coverage.csv",
+            caption="../report/coverage.rst",
+            category="Tables",
+        ),
+        missing=f"{OUT}/tables/coverage_missing.csv",
+    log:
+        f"{OUT}/logs/coverage.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        coverage=STUDY.coverage.to_dict("records"),
+    script:
+        "../workflow_scripts/entry/coverage.py"
+
+
 rule tables:
     input:
         **({"paper_table": config["benchmark"]["paper_table"]} if PAPER_ROWS else {}),
@@ -50,6 +71,8 @@ rule tables:
         conditions={name: list(rows.index) for name, rows in STUDY.conditions.items()},
         subset_seed=config["benchmark"]["subset_seed"],
         paper_rows=PAPER_ROWS,
+        held={model: list(videos) for model, videos in STUDY.videos.items()},
+        coverage=VIDEO_COVERAGE,
     script:
         "../workflow_scripts/entry/tables.py"
 

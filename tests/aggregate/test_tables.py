@@ -444,8 +444,35 @@ def test_jobs_write_every_table_and_plot(run, tmp_path):
     assert errors.columns[0] == "model" and errors.selected.tolist() == [7, 7, 7, 21]
     final = pd.read_csv(table_paths["final_by_domain_level"])
     assert set(final.level.astype(str)) == {"1", "2", "avg"}
+    skills = pd.read_csv(table_paths["skills"], keep_default_na=False)
+    planning = skills[(skills.model == M) & (skills.skill == "planning")].iloc[0]
+    assert (planning.tasks, planning.paper_tasks) == (2, 12)  # this taxonomy's, Table 9's
+    assert planning.note == (
+        "the release's task_names.yaml tags 2 tasks planning, the paper's Table 9 counts 12: "
+        "the release's tags are used"
+    )
     plot_paths = {
         name: str(tmp_path / f"{name}.png") for name in ("final_heatmap", "skills", "transitions")
     }
     plots_job(job(table_paths, plot_paths))
     assert all(Path(path).stat().st_size > 1000 for path in plot_paths.values())
+
+
+def test_the_skill_table_says_in_one_line_where_the_release_and_table_9_differ(run):
+    """The release's task_names.yaml (spatial 8, temporal 4, affordance 4, topology 2)
+    against Table 9 (7, 3, 5, 3): the release's tags stand, each differing row says so."""
+    taxonomy = yaml.safe_load((Path(__file__).parents[2] / "tasks/task_names.yaml").read_text())
+    counts = pd.Series([t for d in taxonomy.values() for ts in d.values() for t in ts])
+    counts = counts.value_counts().to_dict()
+    results = run.results.copy()
+    results["skills"] = [("spatial", "planning")] * len(results)
+    table = tables.skills(results, tag_tasks=counts).set_index(["model", "skill"])
+    spatial, planning = table.loc[("all", "spatial")], table.loc[("all", "planning")]
+    assert (spatial.tasks, spatial.paper_tasks) == (8, 7)
+    assert spatial.note == (
+        "the release's task_names.yaml tags 8 tasks spatial, the paper's Table 9 counts 7: "
+        "the release's tags are used"
+    )
+    assert (planning.tasks, planning.paper_tasks, planning.note) == (12, 12, "")
+    assert {counts[t] for t in ("temporal", "affordance", "topology")} == {4, 2}
+    assert "note" not in tables.skills(run.results).columns  # no taxonomy given: as before

@@ -19,12 +19,15 @@ PAPER = {  # the README's leaderboard (hexuan21/VGI-Bench @71a9e2d), overall
     "sora2": 36.7, "gen_4_5": 36.6, "wan2_7_i2v": 35.7, "veo3_1": 32.0, "wan2_2_i2v": 21.6,
     "hunyuanvideo1_5": 19.1,
 }  # fmt: skip
+LACKING = "veo3_1"  # its folder lacks INSTANCES[0]: judged on the other, counted missing
 
 
 def published_config(workdir, root) -> dict:
-    """The default config with config/published.yaml over it, on the bundled examples."""
-    config = default_config(workdir, tasks=["maze_square"], levels=[1], subset="full")
+    """The default config with config/published.yaml's models and subset (`published`: the
+    instances the published folders hold) over it, on the bundled examples."""
     published = yaml.safe_load((REPO / "config" / "published.yaml").read_text(encoding="utf-8"))
+    subset = published["benchmark"]["subset"]
+    config = default_config(workdir, tasks=["maze_square"], levels=[1], subset=subset)
     config["models"], config["videos_root"] = published["models"], str(root)
     return config
 
@@ -34,12 +37,13 @@ def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("published")
     root = workdir / "eval_res" / "video_model_res"
     for k, row in enumerate(PAPER):  # each model's videos its own (the judge cache)
-        write_videos(root / row, {i: clip(k % 8, 30 + 60 * (k // 8)) for i in INSTANCES})
+        held = INSTANCES[1:] if row == LACKING else INSTANCES  # one published file missing
+        write_videos(root / row, {i: clip(k % 8, 30 + 60 * (k // 8)) for i in held})
     config = published_config(workdir, root)
     with pytest.MonkeyPatch.context() as env, FakeVLM(Judge(tier=2, violations=[0])) as fake:
         env.setenv("FAKE_VLM_KEY", "test-key")
         config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
-        result = snakemake(workdir, config, "tables", "plots")
+        result = snakemake(workdir, config, "tables", "plots", "coverage")
     assert result.returncode == 0, result.stdout[-3000:]
     return workdir / "results"
 
@@ -53,13 +57,20 @@ def test_every_published_model_is_judged_and_set_beside_the_papers_number(run):
     finals = pd.read_csv(run / "tables" / "final_by_domain_level.csv")
     finals = finals.query("domain == 'overall' and level == 'avg'").set_index("model")["final"]
     for row, line in overall.iterrows():
-        assert line["n"] == len(INSTANCES)
+        assert line["n"] == len(INSTANCES) - (row == LACKING)
+        assert (line["selected"], line["missing"]) == (len(INSTANCES), row == LACKING)
         assert line["final"] == pytest.approx(100 * finals[line["model"]])
         assert line["difference"] == pytest.approx(line["final"] - PAPER[row])
         assert line["difference_ci_low"] <= line["difference"] <= line["difference_ci_high"]
     domain = table[table["domain"] == "structured_puzzles"].set_index("paper_row")["paper"]
     assert domain["seedance2_0"] == 44.6 and domain["vbvr_wan2_2"] == 51.0
     assert (run / "plots" / "vs_paper.png").stat().st_size > 1000
+    coverage = pd.read_csv(run / "tables" / "coverage.csv").set_index(["model", "level"])
+    assert coverage.loc[(f"paper_{LACKING}", "all"), ["found", "missing"]].tolist() == [1, 1]
+    skills = pd.read_csv(run / "tables" / "skills.csv", keep_default_na=False)
+    assert set(skills.loc[skills.skill == "planning", "note"]) == {""}  # 12 tasks in both
+    missing = pd.read_csv(run / "tables" / "coverage_missing.csv")
+    assert missing[["model", "instance"]].values.tolist() == [[f"paper_{LACKING}", INSTANCES[0]]]
     print(overall[["paper_name", "final", "paper", "difference"]].to_string())
 
 

@@ -269,3 +269,18 @@ def test_a_submission_that_never_connected_is_not_taken_one_unanswered_is_unsure
     assert error.value.unsure is unsure and not_taken(error.value) is not unsure
     expected = "upload not done: " if name == "wan27" else EXPECTED[where]
     assert str(error.value).startswith(expected), str(error.value)
+
+
+# The setting that turns a provider's prompt rewriting off, as its request names it.
+REWRITE_OFF = {"wan27": "prompt_extend", "veo31": "enhancePrompt"}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_shipped_entry_sends_the_prompt_as_the_task_wrote_it(tmp_path, fake, name):
+    """The service gets the prompt as written; where it rewrites prompts by default (Model
+    Studio's `prompt_extend`, Vertex AI's `enhancePrompt`), the request turns that off."""
+    outcome, _ = run(tmp_path, fake, name)
+    (submission,) = fake.submissions
+    assert outcome.ok and submission.prompt == "solve the maze"
+    if name in REWRITE_OFF:
+        assert submission.settings[REWRITE_OFF[name]] is False

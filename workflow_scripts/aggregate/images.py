@@ -10,7 +10,10 @@ number taken as fixed. Level `avg` is, as the paper's Avg., the unweighted mean 
 level rates (of the levels a model has any ok document for). Each level is resampled
 from its own stream, `numpy.random.default_rng([seed, level])`, so that its CI does not
 depend on the other levels; `avg`'s CI averages the levels' resample means draw by draw
-(a bootstrap stratified by level).
+(a bootstrap stratified by level). In image_vs_paper.csv `selected` counts the level's
+selected image instances and `missing` those a model made elsewhere (`source: images`, the
+published images) holds no image of: such a model is judged on the images it holds
+(tables/coverage.csv).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_scripts.aggregate import plots
+from workflow_scripts.aggregate.coverage import records_frame
 from workflow_scripts.aggregate.tables import RESAMPLES, SEED
 from workflow_scripts.benchmark.paper import TABLE4, read_paper_table
 from workflow_scripts.common.files import OutdirFileError, read_json, write_text
@@ -36,6 +40,7 @@ SUCCESS = ["model", "level", "success", "success_ci_low", "success_ci_high", "n"
 VS_PAPER = [
     "model", "paper_row", "paper_name", "level", "success", "success_ci_low",
     "success_ci_high", "paper", "difference", "difference_ci_low", "difference_ci_high", "n",
+    "selected", "missing",
 ]  # fmt: skip
 
 
@@ -107,9 +112,13 @@ def image_vs_paper(
     paper: pd.DataFrame,
     seed: int = SEED,
     resamples: int = RESAMPLES,
+    levels: dict[str, int] | None = None,
+    coverage: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """tables/image_vs_paper.csv: per model of `rows` (model -> Table 4's row id) judged
-    here, `avg` then levels 1, 2, 3 beside Table 4's avg, easy, mid and hard."""
+    here, `avg` then levels 1, 2, 3 beside Table 4's avg, easy, mid and hard. `levels`:
+    the selected image instances' level by id; `coverage`: the records (model, instance,
+    found) of the models made elsewhere."""
     if rows and (unknown := sorted(set(rows.values()) - set(paper.index))):
         raise ValueError(f"not rows of the paper's Table 4: {', '.join(unknown)}")
     table = image_success(results[results["model"].isin(rows)], seed, resamples)
@@ -123,9 +132,21 @@ def image_vs_paper(
             line, value = own.loc[level], published[column]
             ours = line[["success", "success_ci_low", "success_ci_high"]].tolist()
             head = [model, rows[model], published["name"], level, *ours, value]
-            tail = [v - value for v in ours] + [line["n"]]
+            tail = [v - value for v in ours] + [line["n"], *_counts(levels, coverage, model, level)]
             out.append(head + tail)
     return pd.DataFrame(out, columns=VS_PAPER)
+
+
+def _counts(levels, coverage, model, level) -> tuple[int | None, int]:
+    """The selected image instances of `level` (`avg`: all) and how many `model` lacks."""
+    if levels is None:
+        return None, 0
+    mine = {i for i, lv in levels.items() if level == "avg" or int(lv) == int(level)}
+    lacking = 0
+    if coverage is not None and len(coverage):
+        own = coverage[(coverage["model"] == model) & ~coverage["found"].astype(bool)]
+        lacking = int(own["instance"].isin(mine).sum())
+    return len(mine), lacking
 
 
 def image_tables_job(smk) -> None:
@@ -141,7 +162,9 @@ def image_tables_job(smk) -> None:
         success = image_success(results)
         rows = smk.params.paper_rows
         paper = read_paper_table(smk.params.paper_table, TABLE4) if rows else None
-        compared = image_vs_paper(results, rows, paper)
+        levels = getattr(smk.params, "levels", None)
+        coverage = records_frame(getattr(smk.params, "coverage", []))
+        compared = image_vs_paper(results, rows, paper, levels=levels, coverage=coverage)
         write_text(smk.output.success, success.to_csv(index=False))
         write_text(smk.output.vs_paper, compared.to_csv(index=False))
         plots.image_bars(success, compared, smk.output.plot)

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from workflow_scripts.aggregate import sensitivity
 from workflow_scripts.aggregate.collect import collect, instance_table
+from workflow_scripts.aggregate.coverage import records_frame
 from workflow_scripts.aggregate.tables import all_tables, errors
 from workflow_scripts.aggregate.vs_paper import vs_paper
+from workflow_scripts.benchmark.instances import load_taxonomy
 from workflow_scripts.benchmark.paper import read_paper_table
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.logs import job_log
@@ -24,11 +28,12 @@ def tables_job(smk) -> None:
     params = smk.params
     runs = getattr(params, "runs", None)
     covered = getattr(params, "conditions", {})
+    held = getattr(params, "held", {})  # made elsewhere: the instances its folder holds
     with job_log(smk):
         instances = instance_table(smk.input.selected, smk.input.taxonomy, smk.input.overlap)
         if runs is not None:
             runs = {
-                key: {**run, "instances": covered.get(run["condition"])}
+                key: {**run, "instances": held.get(key, covered.get(run["condition"]))}
                 for key, run in runs.items()
             }
         every, pairs = collect(
@@ -42,7 +47,9 @@ def tables_job(smk) -> None:
         main = every[every["condition"] == "default"]
         pairs = pairs[pairs["condition"] == "default"]
         averaged = sensitivity.average_seeds(main).drop(columns="seeds_ok")
-        tables = all_tables(averaged, pairs, params.vbvr_pairs, params.pool)
+        taxonomy = load_taxonomy(smk.input.taxonomy)
+        tags = Counter(tag for _, tags in taxonomy.values() for tag in tags)
+        tables = all_tables(averaged, pairs, params.vbvr_pairs, params.pool, tag_tasks=tags)
         tables["errors"] = errors(main.reset_index(drop=True))
         wanted = set(smk.output.keys())
         if wanted & set(sensitivity.CONDITION_TABLES):
@@ -51,7 +58,13 @@ def tables_job(smk) -> None:
             tables["seed_variance"] = sensitivity.seed_variance(every)
         if "vs_paper" in wanted:
             paper = read_paper_table(smk.input.paper_table)
-            tables["vs_paper"] = vs_paper(averaged, params.paper_rows, paper)
+            tables["vs_paper"] = vs_paper(
+                averaged,
+                params.paper_rows,
+                paper,
+                selected=instances["domain"],
+                missing=records_frame(getattr(params, "coverage", [])),
+            )
         if "subset_stability" in wanted:
             tables["subset_stability"] = sensitivity.subset_stability(
                 every, instances, params.subset_seed

@@ -136,7 +136,7 @@ def subset_stability(
     results: pd.DataFrame, instances: pd.DataFrame, subset_seed: int
 ) -> pd.DataFrame:
     """Table 13 from a `subset: full` run: per model and level (``avg`` pooled), final
-    over the paper's half selection (`select_subset(..., "half", subset_seed)`) and over
+    over the seeded half selection (`select_subset(..., "half", subset_seed)`) and over
     every instance, ``difference`` = half - full, each model's rank by final in both
     (1 best), and ``ranks_agree``: whether the whole ranking is the same at that level.
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_scripts.benchmark.instances import OVERLAP_GROUPS
+from workflow_scripts.benchmark.paper import TABLE9_SKILL_TASKS
 from workflow_scripts.common.layout import GENERATION_FAILED
 from workflow_scripts.transitions.labels import LABELS
 
@@ -111,10 +112,28 @@ def strict_success(results, seed=SEED, resamples=RESAMPLES) -> pd.DataFrame:
     return _by_domain_level(results, ["strict_success"], seed, resamples)
 
 
-def skills(results, seed=SEED, resamples=RESAMPLES) -> pd.DataFrame:
-    """Final per skill tag: an instance of a task with k tags counts in k pools."""
+def skills(
+    results, seed=SEED, resamples=RESAMPLES, tag_tasks: Mapping[str, int] | None = None
+) -> pd.DataFrame:
+    """Final per skill tag: an instance of a task with k tags counts in k pools.
+
+    `tag_tasks` (the taxonomy's task count per tag) adds `tasks`, `paper_tasks` (the paper's
+    Table 9) and a one-line `note` where the two differ: the tags are the release's."""
     frame = _pool(results.explode("skills").rename(columns={"skills": "skill"}), model="all")
-    return _summary(frame, ["model", "skill"], ["final"], seed, resamples)
+    table = _summary(frame, ["model", "skill"], ["final"], seed, resamples)
+    if tag_tasks is not None:
+        table["tasks"] = table["skill"].map(tag_tasks).astype("Int64")
+        table["paper_tasks"] = table["skill"].map(TABLE9_SKILL_TASKS).astype("Int64")
+        table["note"] = [
+            f"the release's task_names.yaml tags {tasks} tasks {skill}, the paper's Table 9 "
+            f"counts {paper}: the release's tags are used"
+            if pd.notna(tasks) and pd.notna(paper) and tasks != paper
+            else ""
+            for skill, tasks, paper in zip(
+                table["skill"], table["tasks"], table["paper_tasks"], strict=True
+            )
+        ]
+    return table
 
 
 def _task_means(results: pd.DataFrame) -> pd.DataFrame:
@@ -204,13 +223,15 @@ def all_tables(
     pool: Sequence[str] = (),
     seed: int = SEED,
     resamples: int = RESAMPLES,
+    tag_tasks: Mapping[str, int] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Every table of DESIGN's contract by its file name (``TABLES``, without ``.csv``)."""
+    """Every table of DESIGN's contract by its file name (``TABLES``, without ``.csv``);
+    `tag_tasks`: the taxonomy's task count per skill tag (`skills`)."""
     return {
         "final_by_domain_level": final_by_domain_level(results, seed, resamples),
         "metrics_by_domain_level": metrics_by_domain_level(results, seed, resamples),
         "strict_success": strict_success(results, seed, resamples),
-        "skills": skills(results, seed, resamples),
+        "skills": skills(results, seed, resamples, tag_tasks),
         "overlap_groups": overlap_groups(results, vbvr_pairs, seed, resamples),
         "transitions": transitions(pairs, pool, seed, resamples),
         "errors": errors(results),

@@ -8,6 +8,9 @@ tables/vs_paper.csv, an image model's in tables/image_vs_paper.csv).
   rate in percent at each level (easy, mid, hard: levels 1, 2, 3) and `avg`, the unweighted
   mean of the three levels. The official image judge compares each image with the task's
   ground-truth image, which the public release withholds.
+- Table 9 (`TABLE9_SKILL_TASKS`): the number of tasks per skill tag. The release's
+  task_names.yaml, which the workflow reads, counts some tags otherwise; the release stands
+  and tables/skills.csv says where the two differ (`aggregate.tables.skills`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ REQUIRED = {  # each table's columns by its config key; Table 2's rest: one per 
     TABLE4: ["row", "name", "type", "avg", "easy", "mid", "hard", "source"],
 }
 COLUMNS = REQUIRED[TABLE2]
+# Table 9 (appendix A.4): tasks per skill tag (27 tasks; tags are not exclusive).
+TABLE9_SKILL_TASKS = {
+    "planning": 12, "physics": 8, "spatial": 7, "attribute_grounding": 6, "affordance": 5,
+    "topology": 3, "temporal": 3,
+}  # fmt: skip
 
 
 def read_paper_table(path: str | Path, key: str = TABLE2) -> pd.DataFrame:

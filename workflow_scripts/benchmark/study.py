@@ -21,7 +21,7 @@ from vgi_models.registry import (
 from workflow_scripts.benchmark.conditions import load_conditions
 from workflow_scripts.benchmark.image_check import ImageCheck
 from workflow_scripts.benchmark.instances import load_instances, select_subset
-from workflow_scripts.benchmark.made_elsewhere import find_outputs
+from workflow_scripts.benchmark.made_elsewhere import SUFFIX, find_outputs, published_instances
 from workflow_scripts.benchmark.paper import TABLE4, paper_row_problems
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import DEFAULT_CONDITION, run_key
@@ -29,6 +29,8 @@ from workflow_scripts.common.logs import job_log
 from workflow_scripts.common.outdir import outdir_problems
 from workflow_scripts.image_api.providers import setting_problems as image_setting_problems
 from workflow_scripts.video_api.providers import image_problems, setting_problems
+
+COVERAGE = ["model", "output", "task", "level", "instance", "found", "looked"]
 
 
 class StudyError(ValueError):
@@ -51,7 +53,10 @@ class Study:
     `conditions` holds each input condition's instance table (the main run, `default`,
     is `instances`); `seeds` the config's `seeds` (None: each model's registry seed).
     `image_models` are the image branch's models (`image_models:`), `images` each one's
-    image of every instance of `image_instances`.
+    image of every instance of `image_instances`. A model made elsewhere (`source: videos`
+    or `images`) is judged on the instances its folder holds (`rows_of`, `image_rows_of`);
+    `coverage` has a row per (such model, selected instance): `found` or not, and where
+    it was looked for (`coverage_tables`).
     """
 
     models: dict[str, ModelSpec]
@@ -63,11 +68,23 @@ class Study:
     seeds: tuple[int, ...] | None = None
     image_models: dict[str, ModelSpec] = field(default_factory=dict)
     images: dict[str, dict[str, str]] = field(default_factory=dict)
+    coverage: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COVERAGE))
 
     @property
     def image_instances(self) -> pd.DataFrame:
         """The image branch's instances: the selected ones whose task ships an image prompt."""
         return self.instances[self.instances["image_prompt"].notna()]
+
+    def rows_of(self, model: str, condition: str = DEFAULT_CONDITION) -> pd.DataFrame:
+        """The instances a run of `model` covers under `condition`: a model made elsewhere
+        has only those its folder holds."""
+        rows = self.instances_of(condition)
+        return rows[rows.index.isin(self.videos[model])] if model in self.videos else rows
+
+    def image_rows_of(self, model: str) -> pd.DataFrame:
+        """The image instances of image model `model` (made elsewhere: those it holds)."""
+        rows = self.image_instances
+        return rows[rows.index.isin(self.images[model])] if model in self.images else rows
 
     def registry_seed(self, model: str) -> int | None:
         return (self.models[model].generation or {}).get("seed")
@@ -150,7 +167,12 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
             *(bench[key] for key in ("root", "taxonomy", "overlap", "tasks", "levels")),
             image_cache=image_cache,
         )
-        table = select_subset(table, bench["subset"], bench["subset_seed"])
+        if bench["subset"] == "published":
+            table, found = published_subset(table, roots)
+            problems += found
+            table = None if found else table
+        else:
+            table = select_subset(table, bench["subset"], bench["subset_seed"])
     except (ValueError, OSError) as err:  # BenchmarkError lists many, others one
         problems += getattr(err, "problems", [str(err)])
         table = None
@@ -162,11 +184,11 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         problems += found
     if table is not None:
         problems += api_problems(models, [table, *conditions.values()], image_cache)
-    videos = {}
+    videos, coverage = {}, []
     for key, spec in models.items():
         if table is not None and spec.kind == VIDEOS and Path(spec.videos).is_dir():
-            videos[key], missing = find_outputs(key, spec.videos, table)
-            problems += missing
+            videos[key], found = held_outputs(key, spec.videos, table, "video", coverage)
+            problems += found
     image_models = {key: specs[key] for key in image_keys if key in specs}
     for key, spec in image_models.items():
         if spec.calls_api:
@@ -183,8 +205,8 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
             )
         for key, spec in image_models.items():
             if spec.kind == IMAGES and Path(spec.images).is_dir():
-                images[key], missing = find_outputs(key, spec.images, image_table, "image")
-                problems += missing
+                images[key], found = held_outputs(key, spec.images, image_table, "image", coverage)
+                problems += found
     if problems:
         raise StudyError(problems)
     return Study(
@@ -197,7 +219,70 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         seeds=tuple(config["seeds"]) if config.get("seeds") else None,
         image_models=image_models,
         images=images,
+        coverage=pd.DataFrame(coverage, columns=COVERAGE),
     )
+
+
+def held_outputs(
+    key: str, folder: str, table: pd.DataFrame, output: str, coverage: list[dict]
+) -> tuple[dict[str, str], list[str]]:
+    """A model made elsewhere: its file of each selected instance its folder holds, and the
+    problems (two files for one instance; a folder holding none of the selection). Each
+    selected instance is added to `coverage`, found or not."""
+    held, problems, missing = find_outputs(key, folder, table, output)
+    for instance, row in table.iterrows():
+        coverage.append(
+            {
+                "model": key,
+                "output": output,
+                "task": row["task"],
+                "level": int(row["level"]),
+                "instance": instance,
+                "found": instance not in missing,
+                "looked": missing.get(instance, held.get(instance)),
+            }
+        )
+    if len(table) and not held and not problems:
+        problems.append(
+            f"model {key!r}: its folder {folder} holds no {output} of the {len(table)} selected "
+            f"instances (looked for <task>/[<prefix>_]<instance>{SUFFIX[output]}, e.g. "
+            f"{next(iter(missing.values()))}): check the entry's `{output}s` folder, "
+            f"{output}s_root and benchmark.tasks, levels and subset"
+        )
+    return held, problems
+
+
+def published_subset(
+    table: pd.DataFrame, roots: dict[str, str | None]
+) -> tuple[pd.DataFrame, list[str]]:
+    """`benchmark.subset: published`: the instances of `table` that the published
+    generations under `videos_root` and `images_root` hold a file of (any model's), and
+    the problems (neither root set, a root that is not a folder, none held)."""
+    keys = {VIDEOS: "videos_root", IMAGES: "images_root"}
+    given = {kind: root for kind, root in roots.items() if root}
+    if not given:
+        return table.iloc[:0], [
+            "benchmark.subset: 'published' reads the instances the paper judged from the "
+            "published generations, but neither videos_root nor images_root is set (the "
+            "dataset's eval_res/video_model_res and eval_res/image_model_res)"
+        ]
+    problems = [
+        f"benchmark.subset: 'published' reads the published generations, but {keys[kind]} "
+        f"({root}) is not a folder"
+        for kind, root in given.items()
+        if not Path(root).is_dir()
+    ]
+    if problems:
+        return table.iloc[:0], problems
+    outputs = {"video" if kind == VIDEOS else "image": root for kind, root in given.items()}
+    held = published_instances(outputs, table)
+    if not held:
+        where = " and ".join(f"{keys[kind]} ({root})" for kind, root in given.items())
+        problems.append(
+            f"benchmark.subset: 'published': no model folder under {where} holds a file "
+            "(<model>/<task>/<instance>.mp4 or .png) of the selected tasks and levels"
+        )
+    return table[table.index.isin(held)], problems
 
 
 def output_problems(specs: dict[str, ModelSpec], models: list[str], image_models: list[str]):
