@@ -30,8 +30,8 @@ def test_full_size_shapes_tokens_and_flops(bench):
     assert wan["latent"] == [16, 21, 90, 160] and wan["tokens"]["video"] == 75_600
     assert hunyuan["latent"] == [32, 31, 45, 80] and hunyuan["tokens"]["video"] == 111_600
     assert hunyuan["tokens"]["text"] == 1000 + 256 + 729
-    # the recorded first stage of LTX-2.3's two-stage recipe: 512x768
-    assert ltx["latent"] == [128, 16, 16, 24] and ltx["tokens"]["video"] == 6_144
+    # the recorded first stage of LTX-2.3's two-stage recipe, at 16:9: 352x640
+    assert ltx["latent"] == [128, 16, 11, 20] and ltx["tokens"]["video"] == 16 * 11 * 20
     assert ltx["tokens"]["audio"] == 126
     assert wan["params_b"] == pytest.approx(14.29, abs=0.01)
     assert hunyuan["params_b"] == pytest.approx(8.33, abs=0.01)
