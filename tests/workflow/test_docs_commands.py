@@ -31,6 +31,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Not run here, with the reason.
 NOT_RUN = {
     "python -m pytest": "the whole test suite, this test included",
+    "python -m pytest -n 0 tests/study/test_time_left.py": "a module of this suite: it runs there",
     "python -m venv .venv": "the install's environment (tests/workflow/test_install.py makes one)",
     "python -m http.server -d results": "serves a finished run's folder until stopped",
     "snakemake --cores 8 --config 'benchmark={root: VGI-Bench/bench_data, taxonomy: "
