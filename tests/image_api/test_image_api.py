@@ -50,13 +50,6 @@ def fake(monkeypatch):
         yield server
 
 
-@pytest.fixture
-def image(tmp_path) -> Path:
-    path = tmp_path / "maze_lv1_001.png"
-    Image.new("RGB", (160, 90), (250, 240, 20)).save(path)
-    return path
-
-
 def smk(tmp_path, fake, model: str, image: Path, **config):
     """A stand-in for Snakemake's job object of (model, maze, maze_lv1_001)."""
     entry = ENTRIES[model] | {"api_key_env": KEY_ENV,

@@ -42,15 +42,6 @@ def fake(monkeypatch):
         yield server
 
 
-@pytest.fixture
-def image(tmp_path) -> Path:
-    from PIL import Image
-
-    path = tmp_path / "maze_lv1_001.png"
-    Image.new("RGB", (160, 90), (250, 240, 20)).save(path)
-    return path
-
-
 def attempt_record(job_smk, model: str) -> Path:
     (record,) = (Path(job_smk.config["outdir"]) / "cache" / "image_api").glob(
         f"{ENTRIES[model]['model_id']}/*.json"
