@@ -24,13 +24,12 @@ request leaves and at each turn after:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from vgi_models.state import write_atomic
-from workflow_scripts.common.files import OutdirFileError, read_json
+from workflow_scripts.common.files import OutdirFileError, read_json, write_json
 
 CACHE = Path("cache") / "image_api"
 STATES = ("sending", "answered", "ok", "refused", "failed")
@@ -82,8 +81,7 @@ class ReplyCache:
         return Reply(reason=record["reason"])
 
     def _save(self, record: dict) -> None:
-        text = json.dumps(record, indent=2) + "\n"
-        write_atomic(self.record, lambda out: out.write(text.encode()))
+        write_json(self.record, record)
 
     def sending(self, attempt: int, **which) -> dict | None:
         """Record that the request's `attempt` (1, 2, ...) is about to leave; the record it

@@ -28,15 +28,13 @@ poll's interval is no failure).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from vgi_models.state import write_atomic
-from workflow_scripts.common.files import OutdirFileError, read_json
+from workflow_scripts.common.files import OutdirFileError, read_json, write_json
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.paid.retry import BACKOFF_S, sent_again_if_not_taken
 from workflow_scripts.video_api.ledger import LEDGER
@@ -103,7 +101,7 @@ class Operation:
 
     def _save(self, **state) -> None:
         self.state = state
-        write_atomic(self.path, lambda out: out.write(json.dumps(state, indent=1).encode()))
+        write_json(self.path, state, indent=1)
 
     def run(self, image: Path, prompt: str, on_submit: Callable[[str], None], poll_s: float,
             timeout_s: float) -> Outcome:  # fmt: skip
