@@ -127,6 +127,7 @@ rule image_tables:
         paper_table=config["benchmark"]["paper_image_table"],
         levels=IMAGE_INSTANCES["level"].to_dict(),
         coverage=IMAGE_COVERAGE,
+        judge_model=config["judge"]["model"],
     script:
         "../workflow_scripts/entry/image_tables.py"
 

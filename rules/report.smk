@@ -73,6 +73,7 @@ rule tables:
         paper_rows=PAPER_ROWS,
         held={model: list(videos) for model, videos in STUDY.videos.items()},
         coverage=VIDEO_COVERAGE,
+        judge_model=config["judge"]["model"],
     script:
         "../workflow_scripts/entry/tables.py"
 
@@ -156,6 +157,8 @@ rule trajectory_scores:
     localrule: True
     conda:
         "../envs/analysis.yaml"
+    params:
+        judge_model=config["judge"]["model"],
     script:
         "../workflow_scripts/entry/trajectory_scores.py"
 

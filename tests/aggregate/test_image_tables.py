@@ -24,6 +24,7 @@ from workflow_scripts.aggregate import images, plots
 from workflow_scripts.aggregate.tables import SEED, bootstrap
 from workflow_scripts.benchmark.paper import TABLE4, read_paper_table
 from workflow_scripts.common.files import OutdirFileError
+from workflow_scripts.judge import drift
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER4 = REPO / "tasks" / "paper_table4.csv"
@@ -43,7 +44,7 @@ def score(folder: Path, instance: str, outcome) -> Path:
     document = (
         {"status": "error", "success": None, "reason": "no image"}
         if outcome == ERR
-        else {"status": "ok", "success": outcome}
+        else {"status": "ok", "success": outcome, "model_version": "img-v1"}
     )
     path.write_text(json.dumps(document), encoding="utf-8")
     return path
@@ -206,7 +207,9 @@ def job(tmp_path, folders, rows) -> SimpleNamespace:
     return SimpleNamespace(
         input=Named(scores=[str(folder) for folder in folders]),
         output=Named({key: str(tmp_path / name) for key, name in names.items()}),
-        params=SimpleNamespace(paper_rows=rows, paper_table=str(PAPER4)),
+        params=SimpleNamespace(
+            paper_rows=rows, paper_table=str(PAPER4), judge_model=drift.PAPER_JUDGE
+        ),
         log=[str(tmp_path / "logs" / "image_tables.log")],
     )
 
@@ -216,9 +219,13 @@ def test_the_job_writes_both_tables_and_the_plot(run, tmp_path):
     images.image_tables_job(smk)
     success = pd.read_csv(smk.output.success)
     expected = images.image_success(run.results).astype({"level": str})
-    pd.testing.assert_frame_equal(success.astype({"level": str}), expected, check_dtype=False)
-    compared = pd.read_csv(smk.output.vs_paper)
+    judged = [drift.PAPER_JUDGE, "img-v1", ""]  # the paper's judge, one version: no note
+    expected[list(drift.COLUMNS)] = judged
+    success = success.astype({"level": str}).fillna({"judge_note": ""})
+    pd.testing.assert_frame_equal(success, expected, check_dtype=False)
+    compared = pd.read_csv(smk.output.vs_paper, keep_default_na=False)
     assert compared["model"].tolist() == ["A"] * 4 + ["B"] * 4
+    assert compared[list(drift.COLUMNS)].drop_duplicates().values.tolist() == [judged]
     png = Path(smk.output.plot).read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 1000
 
@@ -226,8 +233,9 @@ def test_the_job_writes_both_tables_and_the_plot(run, tmp_path):
 def test_the_job_without_paper_rows_or_scores_writes_empty_tables(tmp_path):
     smk = job(tmp_path, [], {})
     images.image_tables_job(smk)
-    assert pd.read_csv(smk.output.success).columns.tolist() == images.SUCCESS
-    assert pd.read_csv(smk.output.vs_paper).columns.tolist() == images.VS_PAPER
+    judge = list(drift.COLUMNS)
+    assert pd.read_csv(smk.output.success).columns.tolist() == images.SUCCESS + judge
+    assert pd.read_csv(smk.output.vs_paper).columns.tolist() == images.VS_PAPER + judge
     assert Path(smk.output.plot).stat().st_size > 1000
 
 

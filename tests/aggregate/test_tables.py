@@ -23,6 +23,7 @@ A third model, L = ltx23_i2v, has no results at all (every instance missing).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,11 +37,15 @@ from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.jobs import tables_job
 from workflow_scripts.aggregate.plots import plots_job
 from workflow_scripts.common import layout
+from workflow_scripts.judge import drift
 
 M, V, L = "wan22_i2v_a14b", "vbvr_wan22", "ltx23_i2v"
 TASKS = {"t1": "dA", "t2": "dA", "t3": "dB"}
 INSTANCES = ["t1_lv1_001", "t1_lv1_002", "t1_lv2_001", "t2_lv1_001", "t3_lv1_001"]
 INSTANCES += ["t3_lv2_001", "t3_lv2_002"]
+
+
+REPLIED = "gemini-3-flash-preview-2026-01"  # the version every reply of the run reported
 
 
 def ok(completeness, rubric, strict=False):
@@ -53,6 +58,7 @@ def ok(completeness, rubric, strict=False):
         "rubric": rubric,
         "final": final,
         "strict_success": strict,
+        "model_version": REPLIED,
     }
 
 
@@ -81,6 +87,7 @@ SCORES = {
 def labelled(*pairs, status="ok"):
     return {
         "status": status,
+        "model_version": REPLIED,
         "pairs": [
             {"from": a, "to": b, "label": label, "source": source, "evidence": "..."}
             for a, b, label, source in pairs
@@ -419,18 +426,9 @@ class Named(dict):
     __getattr__ = dict.__getitem__
 
 
-def test_jobs_write_every_table_and_plot(run, tmp_path):
-    def job(inputs, outputs, **params):
-        return SimpleNamespace(
-            input=Named(inputs),
-            output=Named(outputs),
-            log=[str(tmp_path / "logs" / "job.log")],
-            params=SimpleNamespace(**params),
-            config={"outdir": str(run.outdir)},
-        )
-
-    root = run.root
-    table_paths = {name: str(tmp_path / f"{name}.csv") for name in tables.TABLES}
+def write_tables(root: Path, outdir: Path, folder: Path, judge: str) -> dict[str, str]:
+    """Rule `tables`' job on the run at `outdir` under `judge`: the tables' paths by name."""
+    table_paths = {name: str(folder / f"{name}.csv") for name in tables.TABLES}
     inputs = {
         "scores": [],
         "transitions": ["x"],
@@ -439,7 +437,28 @@ def test_jobs_write_every_table_and_plot(run, tmp_path):
         "overlap": str(root / "overlap.yaml"),
     }
     params = {"models": [M, V, L], "vbvr_pairs": tables.VBVR_PAIRS, "pool": [M, V]}
-    tables_job(job(inputs, table_paths, no_checkpoints=[], **params))
+    tables_job(
+        SimpleNamespace(
+            input=Named(inputs),
+            output=Named(table_paths),
+            log=[str(folder / "logs" / "job.log")],
+            params=SimpleNamespace(no_checkpoints=[], judge_model=judge, **params),
+            config={"outdir": str(outdir)},
+        )
+    )
+    return table_paths
+
+
+def judges(path: str) -> list[list[str]]:
+    """The distinct (judge_model, judge_model_version, judge_note) of a table."""
+    table = pd.read_csv(path, keep_default_na=False)[list(drift.COLUMNS)]
+    return table.drop_duplicates().values.tolist()
+
+
+def test_jobs_write_every_table_and_plot(run, tmp_path):
+    table_paths = write_tables(run.root, run.outdir, tmp_path, drift.PAPER_JUDGE)
+    for path in table_paths.values():  # every table names its judge; nothing to say
+        assert judges(path) == [["gemini-3-flash-preview", REPLIED, ""]]
     errors = pd.read_csv(table_paths["errors"])
     assert errors.columns[0] == "model" and errors.selected.tolist() == [7, 7, 7, 21]
     final = pd.read_csv(table_paths["final_by_domain_level"])
@@ -454,8 +473,29 @@ def test_jobs_write_every_table_and_plot(run, tmp_path):
     plot_paths = {
         name: str(tmp_path / f"{name}.png") for name in ("final_heatmap", "skills", "transitions")
     }
-    plots_job(job(table_paths, plot_paths))
+    plots_job(SimpleNamespace(input=Named(table_paths), output=Named(plot_paths),
+                              log=[str(tmp_path / "logs" / "plots.log")]))  # fmt: skip
     assert all(Path(path).stat().st_size > 1000 for path in plot_paths.values())
+
+
+def test_tables_say_when_their_judge_drifted(run, tmp_path):
+    """One score of V answered by another version (the error has none): every table of the
+    scores says so (Table 7, from labels of one version, does not), as does a judge other
+    than the paper's."""
+    outdir = tmp_path / "results"
+    shutil.copytree(run.outdir, outdir)
+    rerouted = layout.score_file(outdir, V, "t3", "t3_lv2_002")
+    rerouted.write_text(json.dumps({**SCORES[V]["t3_lv2_002"], "model_version": "other-002"}))
+    paths = write_tables(run.root, outdir, tmp_path, drift.PAPER_JUDGE)
+    mixed = f"judge model versions mixed: {REPLIED} (11 documents), other-002 (1 documents)"
+    for name, path in paths.items():
+        seen = [REPLIED] if name == "transitions" else sorted([REPLIED, "other-002"])
+        note = "" if name == "transitions" else mixed
+        assert judges(path) == [[drift.PAPER_JUDGE, ", ".join(seen), note]], name
+    other = drift.with_judge(pd.DataFrame({"model": [M]}), "gpt-5-mini", [REPLIED])
+    assert other.judge_note.tolist() == [
+        "judge gpt-5-mini is not the paper's (gemini-3-flash-preview)"
+    ]
 
 
 def test_the_skill_table_says_in_one_line_where_the_release_and_table_9_differ(run):

@@ -4,6 +4,8 @@ Documents are where ``common.layout`` puts them. Every selected (model, instance
 a row: ``status`` is ``ok`` or ``error`` as the judge wrote it,
 ``missing`` where score.json does not exist; the scores of a row that is not ``ok`` are
 left empty (never 0). ``transitions_status`` does the same for transitions.json.
+``judge_model_version`` is the version the judge's replies reported (each row: its
+score.json's; each pair: its transitions.json's; ``judge.drift``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from workflow_scripts.common.layout import SELECTED_FIX
 INFO = ("task", "level", "domain", "skills", "overlap_group")
 SCORES = ("completeness", "rubric", "final", "strict_success", "tier")
 PAIR_COLUMNS = ("from", "to", "label", "source")
+VERSION = "judge_model_version"
 
 
 def instance_table(selected: str | Path, taxonomy: str | Path, overlap: str | Path) -> pd.DataFrame:
@@ -80,6 +83,7 @@ def collect(
                     **{key: info[key] for key in INFO},
                     "status": score["status"],
                     "reason": score.get("reason"),
+                    VERSION: score.get("model_version"),
                     **{key: score.get(key) if ok else None for key in SCORES},
                     "transitions_status": "none"
                     if model in no_checkpoints
@@ -95,6 +99,7 @@ def collect(
                     **{key: pair.get(key) for key in PAIR_COLUMNS},
                     "step_pair": f"{pair['from']}→{pair['to']}",
                     "transitions_status": labels["status"],
+                    VERSION: labels.get("model_version"),
                     **extra,
                 }
                 for pair in labels.get("pairs", [])
@@ -104,5 +109,5 @@ def collect(
     results[numeric] = results[numeric].astype(float)
     results["strict_success"] = results["strict_success"].astype("boolean")
     columns = ["model", "instance", "task", "domain", "from", "to", "step_pair", "label", "source"]
-    columns += ["transitions_status", "condition", "seed"]
+    columns += ["transitions_status", VERSION, "condition", "seed"]
     return results, pd.DataFrame(pairs, columns=columns)

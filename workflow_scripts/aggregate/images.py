@@ -32,10 +32,12 @@ from workflow_scripts.benchmark.paper import TABLE4, read_paper_table
 from workflow_scripts.common.files import OutdirFileError, read_json, write_text
 from workflow_scripts.common.layout import stage_fix
 from workflow_scripts.common.logs import job_log
+from workflow_scripts.judge.drift import with_judge
 
 STAGE = "judge_image"
 LEVELS = {"avg": "avg", 1: "easy", 2: "mid", 3: "hard"}  # our level -> Table 4's column
-RESULTS = ["model", "task", "instance", "level", "status", "success"]
+VERSION = "judge_model_version"  # the version each score.json's reply reported
+RESULTS = ["model", "task", "instance", "level", "status", "success", VERSION]
 SUCCESS = ["model", "level", "success", "success_ci_low", "success_ci_high", "n", "errors"]
 VS_PAPER = [
     "model", "paper_row", "paper_name", "level", "success", "success_ci_low",
@@ -66,7 +68,8 @@ def image_results(paths: Iterable[str | Path]) -> pd.DataFrame:
         document = _read(path)
         status = document["status"]
         success = document["success"] if status == "ok" else None
-        rows.append([model, task, instance, int(match[1]), status, success])
+        version = document.get("model_version")
+        rows.append([model, task, instance, int(match[1]), status, success, version])
     return pd.DataFrame(rows, columns=RESULTS).astype({"success": "boolean"})
 
 
@@ -151,7 +154,8 @@ def _counts(levels, coverage, model, level) -> tuple[int | None, int]:
 
 def image_tables_job(smk) -> None:
     """Rule `image_tables`: every judge_image folder's score.json into the two tables and
-    the plot; `params.paper_table` is read only where `params.paper_rows` names a row."""
+    the plot; `params.paper_table` is read only where `params.paper_rows` names a row. Both
+    tables end with their judge and its versions (`judge.drift`)."""
     with job_log(smk):
         paths = [
             path
@@ -165,6 +169,9 @@ def image_tables_job(smk) -> None:
         levels = getattr(smk.params, "levels", None)
         coverage = records_frame(getattr(smk.params, "coverage", []))
         compared = image_vs_paper(results, rows, paper, levels=levels, coverage=coverage)
+        judge = smk.params.judge_model
+        success = with_judge(success, judge, results[VERSION])
+        compared = with_judge(compared, judge, results.loc[results.model.isin(rows), VERSION])
         write_text(smk.output.success, success.to_csv(index=False))
         write_text(smk.output.vs_paper, compared.to_csv(index=False))
         plots.image_bars(success, compared, smk.output.plot)

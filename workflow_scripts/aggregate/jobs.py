@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from workflow_scripts.aggregate import sensitivity
-from workflow_scripts.aggregate.collect import collect, instance_table
+from workflow_scripts.aggregate.collect import VERSION, collect, instance_table
 from workflow_scripts.aggregate.coverage import records_frame
 from workflow_scripts.aggregate.tables import all_tables, errors
 from workflow_scripts.aggregate.vs_paper import vs_paper
@@ -14,6 +14,7 @@ from workflow_scripts.benchmark.instances import load_taxonomy
 from workflow_scripts.benchmark.paper import read_paper_table
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.logs import job_log
+from workflow_scripts.judge.drift import with_judge
 
 
 def tables_job(smk) -> None:
@@ -24,6 +25,10 @@ def tables_job(smk) -> None:
     tables are over the main condition with each instance averaged over its seeds
     (errors.csv counts every seed's video; the transition labels of every seed are
     pooled), and the sensitivity tables whose outputs the rule lists are written too.
+    Every table ends with its judge (`params.judge_model`) and the versions of the
+    documents it is computed from (`judge.drift`: Table 7's, the transition labels'; the
+    condition tables', every condition's; vs_paper's, its models'; the others', the main
+    condition's, every seed).
     """
     params = smk.params
     runs = getattr(params, "runs", None)
@@ -52,6 +57,7 @@ def tables_job(smk) -> None:
         tables = all_tables(averaged, pairs, params.vbvr_pairs, params.pool, tag_tasks=tags)
         tables["errors"] = errors(main.reset_index(drop=True))
         wanted = set(smk.output.keys())
+        sources = {"transitions": pairs, **dict.fromkeys(sensitivity.CONDITION_TABLES, every)}
         if wanted & set(sensitivity.CONDITION_TABLES):
             tables |= sensitivity.conditions(every, covered)
         if "seed_variance" in wanted:
@@ -65,10 +71,13 @@ def tables_job(smk) -> None:
                 selected=instances["domain"],
                 missing=records_frame(getattr(params, "coverage", [])),
             )
+            sources["vs_paper"] = main[main["model"].isin(params.paper_rows)]
         if "subset_stability" in wanted:
             tables["subset_stability"] = sensitivity.subset_stability(
                 every, instances, params.subset_seed
             )
         for name, table in tables.items():
+            reported = sources.get(name, main)[VERSION]
+            table = tables[name] = with_judge(table, params.judge_model, reported)
             write_text(smk.output[name], table.to_csv(index=False))
         print(tables["errors"].to_string(index=False))

@@ -1,6 +1,7 @@
 """Scores along the denoising trajectory (`judge.checkpoints`): `trajectory_scores.csv`
 averages completeness, rubric and final per model and step, the final video last (step
-`final`), every step of a model over the same instances."""
+`final`), every step of a model over the same instances, and ends with the judge and its
+versions (`judge.drift`)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ import pandas as pd
 from workflow_scripts.common import layout
 from workflow_scripts.common.files import read_json, write_text
 from workflow_scripts.common.logs import job_log
+from workflow_scripts.judge.drift import with_judge
 
 VALUES = ("completeness", "rubric", "final")
+VERSION = "judge_model_version"
 
 
 def trajectory_rows(folders: Iterable[str | Path]) -> pd.DataFrame:
     """From the checkpoint_scores.json of rule `judge_checkpoints`' `folders` and each
-    instance's score.json: model, instance, step (the video's: `final`), status and VALUES."""
+    instance's score.json: model, instance, step (the video's: `final`), status, VALUES and
+    the judge's model version."""
     rows = []
     for model, task, instance, path in layout.documents(folders, "checkpoint_scores.json"):
         steps = read_json(path, layout.stage_fix(path), ["steps"])["steps"]
@@ -27,8 +31,9 @@ def trajectory_rows(folders: Iterable[str | Path]) -> pd.DataFrame:
         final = read_json(score, layout.stage_fix(score), ["status"])
         for score in [*steps, {**final, "step": "final"}]:
             values = {key: score.get(key) for key in ("step", "status", *VALUES)}
-            rows.append({"model": model, "instance": instance, **values})
-    return pd.DataFrame(rows, columns=["model", "instance", "step", "status", *VALUES])
+            version = {VERSION: score.get("model_version")}
+            rows.append({"model": model, "instance": instance, **values, **version})
+    return pd.DataFrame(rows, columns=["model", "instance", "step", "status", *VALUES, VERSION])
 
 
 def trajectory_table(rows: pd.DataFrame, seed: int = 0, resamples: int = 1000) -> pd.DataFrame:
@@ -53,11 +58,12 @@ def trajectory_table(rows: pd.DataFrame, seed: int = 0, resamples: int = 1000) -
 
 
 def trajectory_scores_job(smk) -> None:
-    """Rule `trajectory_scores`: the table and its plot."""
+    """Rule `trajectory_scores`: the table (its judge: `params.judge_model`) and its plot."""
     from workflow_scripts.aggregate.plots import trajectory_lines
 
     with job_log(smk):
-        table = trajectory_table(trajectory_rows(smk.input.checkpoints))
+        rows = trajectory_rows(smk.input.checkpoints)
+        table = with_judge(trajectory_table(rows), smk.params.judge_model, rows[VERSION])
         write_text(smk.output.table, table.to_csv(index=False))
         trajectory_lines(table, smk.output.plot)
         print(table.to_string(index=False))

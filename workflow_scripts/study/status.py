@@ -11,9 +11,11 @@ counted again): videos, generated, judged (main judge, `ok`), labelled (`ok`), f
 generation left, and what was spent so far (GPU-hours, VLM calls, tokens, cost); and the
 errors, each with its reason and the command that reruns it. The page (static HTML, it
 reloads itself every 30 s until the run has ended, which it then says; `status_page`)
-shows per model a progress bar each for videos made, judged and labelled (or the judge
-off, and why), the time left and the spend beside the plan's estimate for the whole
-study (spent + the plan's `*_left`, `plan.plan_row`), then the table and the errors.
+shows the main judge and the model versions its documents report, warning where they
+drift (`main_judge`, `judge.drift`), per model a progress bar each for videos made, judged
+and labelled (or the judge off, and why), the time left and the spend beside the plan's
+estimate for the whole study (spent + the plan's `*_left`, `plan.plan_row`), then the
+table and the errors.
 
 Time left of a model: its measured seconds per video (`plan.measured_seconds`; none before
 its first video is made: no estimate then, the registry's time limit is no estimate) x
@@ -30,6 +32,7 @@ import math
 import shlex
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -211,6 +214,17 @@ def progress(study: Study, counts: dict[tuple[str, str], Tally], jobs: list[dict
     return table, models, pd.DataFrame(errors, columns=ERRORS)
 
 
+def main_judge(study: Study, counts: dict[tuple[str, str], Tally]) -> tuple[str, Counter]:
+    """The main judge's model and its documents per model version, over every stage that
+    calls it (its scores, the labels, the checkpoints, the image judge: not a variant's)."""
+    seen = Counter()
+    for count in counts.values():
+        for stage, found in count.versions.items():
+            if stage == MAIN or stage not in study.judges:
+                seen += found
+    return study.judges[MAIN]["model"], seen
+
+
 def last_line(paths: list[str]) -> str:
     """The last non-empty line of the first readable log among `paths` (a job's reason)."""
     for path in paths:
@@ -330,7 +344,7 @@ class StatusWriter(logging.Handler):
             stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z")
             ended = ended_line(stamp, jobs, failed) if final else None
             shown = page(table, models, errors, stamp, self.prices.get("currency", ""),
-                         self.judge_off, ended)  # fmt: skip
+                         self.judge_off, ended, main_judge(self.study, counts))  # fmt: skip
             write_text(out / "status.html", shown)
             if final:
                 tallies = {key: Tally() for key in self.study.runs}

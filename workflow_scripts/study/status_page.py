@@ -1,14 +1,18 @@
-"""status.html: whether the run has ended and whether the judge is off; per model a
-progress bar each for videos made, judged and labelled (`judge off`: none), the time left
-while the run goes and the spend beside the plan's estimate; then the status table and
-the errors."""
+"""status.html: whether the run has ended and whether the judge is off; the judge and the
+model versions its replies reported, with a warning where they drift (`judge.drift`); per
+model a progress bar each for videos made, judged and labelled (`judge off`: none), the
+time left while the run goes and the spend beside the plan's estimate; then the status
+table and the errors."""
 
 from __future__ import annotations
 
 import html
 import math
+from collections import Counter
 
 import pandas as pd
+
+from workflow_scripts.judge.drift import judge_note
 
 STYLE = (
     "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
@@ -19,7 +23,7 @@ STYLE = (
     ".bar>div{height:100%;background:#5b9bd5;border-radius:3px}"
     ".bar>span{position:absolute;inset:0;text-align:center;line-height:1.3em;font-size:90%}"
     "#models td{white-space:nowrap}.of{color:#666;font-size:90%}code{font-size:90%}"
-    ".note{color:#666}#judge-off,#ended{font-weight:bold}"
+    ".note{color:#666}#judge-off,#ended,#judge-drift{font-weight:bold}#judge-drift{color:#b00}"
 )
 NO_BASIS = "after its first video"  # no video of the model made yet: no measured seconds
 BARS = {"generated": "videos made", "judged": "judged", "labelled": "labelled"}
@@ -121,10 +125,24 @@ def state_lines(table: pd.DataFrame, models: pd.DataFrame, written: str,
     return lines
 
 
+def judge_lines(model: str, seen: Counter) -> list[str]:
+    """The judge `model` and the versions its documents so far reported (`seen`: documents
+    per version), then a warning where they drift (`judge.drift.judge_note`)."""
+    reported = ", ".join(f"{v} ({n})" for v, n in sorted(seen.items())) or "none yet"
+    lines = [f'<p id="judge">Judge: {html.escape(model)}; model versions its replies reported '
+             f"(documents): {html.escape(reported)}.</p>"]  # fmt: skip
+    if note := judge_note(model, seen):
+        lines.append(f'<p id="judge-drift">Judge drift: {html.escape(note)} (the tables say so '
+                     "in their judge_note column).</p>")  # fmt: skip
+    return lines
+
+
 def page(table: pd.DataFrame, models: pd.DataFrame, errors: pd.DataFrame, written: str,
-         currency: str, judge_off: str | None, ended: str | None) -> str:  # fmt: skip
+         currency: str, judge_off: str | None, ended: str | None,
+         judge: tuple[str, Counter] | None = None) -> str:  # fmt: skip
     """status.html: the run's state (`state_lines`; reloading itself until it has ended),
-    the models, the status table, then the errors."""
+    the judge (`judge`: its model and the documents per version, `judge_lines`), the
+    models, the status table, then the errors."""
     lines = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -133,6 +151,7 @@ def page(table: pd.DataFrame, models: pd.DataFrame, errors: pd.DataFrame, writte
         f"<style>{STYLE}</style></head><body>",
         "<h1>Study status</h1>",
         *state_lines(table, models, html.escape(written), judge_off, ended),
+        *(judge_lines(*judge) if judge and not judge_off else []),
         models_table(models, currency, judge_off is None, ended is None),
         "<h2>By task</h2>",
         table.to_html(index=False, table_id="status", border=0, na_rep=""),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from workflow_scripts.judge.drift import versions
 from workflow_scripts.study.documents import Documents, Study, generation_seconds, spent
 
 # per stage: documents (n), of them `ok`, and with calls (`paid`: not a refused video's);
@@ -24,6 +25,7 @@ class Tally:
     refused: int = 0  # generations in error (a video API's refusal)
     stages: dict = field(default_factory=dict)  # stage -> Counter of STAGE_KEYS
     errors: list = field(default_factory=list)  # (instance, stage, reason) of each error
+    versions: dict = field(default_factory=dict)  # stage -> Counter: documents per model version
 
     def stage(self, name: str) -> Counter:
         return self.stages.get(name, Counter())
@@ -39,6 +41,10 @@ class Tally:
             refused=self.refused + other.refused,
             stages=stages,
             errors=self.errors + other.errors,
+            versions={
+                name: self.versions.get(name, Counter()) + other.versions.get(name, Counter())
+                for name in {*self.versions, *other.versions}
+            },
         )
 
 
@@ -64,6 +70,9 @@ def tally(study: Study, run, instances, docs: Documents) -> Tally:
             ok = document.get("status") == "ok"
             paid = bool(used["calls"] + used["cached_calls"])
             count.stages[stage] = count.stage(stage) + Counter(n=1, ok=ok, paid=paid, **used)
+            reported = [document, *document.get("steps", [])]  # a checkpoint document's steps
+            seen = versions(part.get("model_version") for part in reported)
+            count.versions[stage] = count.versions.get(stage, Counter()) + seen
             if not ok and not refused:  # a refused video's judgement only repeats it
                 count.errors.append((instance, stage, document.get("reason", "")))
     return count
