@@ -21,7 +21,7 @@ from vgi_models.video import checkpoint_name
 from workflow_scripts.benchmark.study import Study, StudyError
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.logs import job_log
-from workflow_scripts.judge.jobs import judge_file, run_vlm, summary
+from workflow_scripts.judge.jobs import judge_file, official_prompts, run_vlm, summary
 
 
 def checkpoint_steps(config: Mapping, study: Study) -> list[int]:
@@ -47,13 +47,15 @@ def judge_checkpoints_job(smk) -> None:
     """Rule `judge_checkpoints`: the judge on the chosen checkpoints (`params.steps`) of
     every generated instance of one (model, task) (`input.denoise`: their folders)."""
     judge, instances, steps = json.loads(smk.params.judge), smk.params.instances, smk.params.steps
+    official = official_prompts(smk, judge)  # before any call
     folders = [Path(folder) for folder in smk.input.denoise]
 
     async def judge_all(client) -> list[list[dict]]:
         async def instance(denoise: Path) -> list[dict]:
             videos = [denoise / checkpoint_name(step, "x0") for step in steps]
             entry = instances[denoise.parent.name]
-            return await asyncio.gather(*(judge_file(client, entry, v, judge) for v in videos))
+            judged = (judge_file(client, entry, v, judge, official=official) for v in videos)
+            return await asyncio.gather(*judged)
 
         return await asyncio.gather(*map(instance, folders))
 

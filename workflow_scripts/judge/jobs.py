@@ -29,6 +29,7 @@ from workflow_scripts.common.layout import GENERATION_FAILED, failed_generation,
 from workflow_scripts.common.logs import fail_job, job_log
 from workflow_scripts.judge.client import ServiceError, VLMClient
 from workflow_scripts.judge.frames import video_duration
+from workflow_scripts.judge.official import SETTING, OfficialPrompts, module_file
 from workflow_scripts.judge.protocol import judge_video
 from workflow_scripts.judge.replies import SCORE_KEYS
 from workflow_scripts.judge.settings import MAIN, Protocol, judge_configs
@@ -64,10 +65,29 @@ def run_vlm(smk, work: Callable) -> list:
         )
 
 
-async def judge_file(client, instance: dict, video: Path, judge: dict, prepared=None) -> dict:
+def official_prompts(smk, judge: dict) -> OfficialPrompts | None:
+    """The official judge's prompts of the job's judge (`judge`: the rule's params), read
+    from the checkout its config names (`judge.official_prompts`), or None; a ValueError
+    when the module is not the one the params were made from (edited since: run again)."""
+    if "official_prompts" not in judge:
+        return None
+    checkout = client_config(smk)["official_prompts"]
+    prompts = OfficialPrompts(checkout)
+    if prompts.module.__vgi_digest__ != judge["official_prompts"]:
+        raise ValueError(
+            f"{SETTING}: {module_file(checkout)} changed after this run started; run "
+            "snakemake again (the judge jobs rerun with it)"
+        )
+    return prompts
+
+
+async def judge_file(
+    client, instance: dict, video: Path, judge: dict, prepared=None, official=None
+) -> dict:
     """The judge's documents of one video (`judge`: the rule's judge params; `prepared`:
-    the (model, task)'s folder of prepared frames, if any), or an `error` without calls
-    when the video cannot be decoded or was never made (a video API's refusal)."""
+    the (model, task)'s folder of prepared frames, if any; `official`: the official
+    judge's prompts, `official_prompts`), or an `error` without calls when the video
+    cannot be decoded or was never made (a video API's refusal)."""
     if reason := failed_generation(video):
         return error_documents(f"{GENERATION_FAILED}{reason}")
     try:
@@ -75,7 +95,7 @@ async def judge_file(client, instance: dict, video: Path, judge: dict, prepared=
     except (RuntimeError, decord.DECORDError, ZeroDivisionError) as error:
         return unreadable_video(video, error)
     protocol, store = Protocol(**judge["protocol"]), prepared and frame_store(prepared, video)
-    return await judge_video(client, instance, video, protocol, judge["prompts"], store)
+    return await judge_video(client, instance, video, protocol, judge["prompts"], store, official)
 
 
 def unreadable_video(video: Path, error: Exception) -> dict:
@@ -131,8 +151,9 @@ def judge_job(smk) -> None:
     `<output>/<instance>/{completeness,rubric,score}.json`."""
     judge = json.loads(smk.params.judge)
     prepared = getattr(smk.input, "frames", None)
+    official = official_prompts(smk, judge)  # before any call
 
     def judge_one(client, instance: dict, video: Path):
-        return judge_file(client, instance, video, judge, prepared and Path(prepared))
+        return judge_file(client, instance, video, judge, prepared and Path(prepared), official)
 
     judge_files(smk, [Path(video) for video in smk.input.videos], judge_one)

@@ -179,3 +179,28 @@ def image(
         answer=instance.get("answer") or NO_REFERENCE,
     )
     return tuple(parts)
+
+
+class Templates:
+    """The video judge's requests from the templates (`judge.prompts`), by call: each
+    gives the system prompt and the parts (`official.OfficialPrompts` gives the official
+    judge's, by the same calls)."""
+
+    def __init__(self, templates: Mapping[str, str]):
+        self.templates = templates
+
+    def references(self, instance: Mapping, image: bytes, gt_image, gt_text) -> tuple[Part, ...]:
+        return references(image, gt_image, gt_text)
+
+    def completeness(self, instance: Mapping, refs, frames: Sequence[Frame], fps: float):
+        parts = completeness(self.templates, refs, frames, instance, fps)
+        return self.templates["completeness_system.txt"], parts
+
+    def window(self, instance, refs, frames, place, sampling: str, round_frames: int, fps):
+        parts = window(self.templates, refs, frames, instance, place, sampling)
+        return self.templates["window_system.txt"], parts
+
+    def verdict(self, instance, windows, shown, fps, clip, refs, rounds: str):
+        return self.templates["verdict_system.txt"], verdict(
+            self.templates, instance, windows, rounds
+        )

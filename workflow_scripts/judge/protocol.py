@@ -79,10 +79,12 @@ class _Judgement:
     """One video's judgement: its calls, their costs and the documents built so far."""
 
     def __init__(
-        self, client, instance: Mapping, frames: VideoFrames, protocol: Protocol, templates
-    ):
+        self, client, instance: Mapping, frames: VideoFrames, protocol: Protocol, templates,
+        official=None,
+    ):  # fmt: skip
         self.client, self.instance, self.p = client, instance, protocol
-        self.templates = templates
+        self.templates = templates  # the strict verdict's re-ask line comes from them
+        self.prompts = official or prompts.Templates(templates)  # each call's request
         self.frames = frames  # each frame decoded once
         self.checklist = list(instance["checklist"])
         self.counts = Counter(calls=0, cached_calls=0)
@@ -93,6 +95,7 @@ class _Judgement:
         self.answered = 0  # calls that got a usable reply (cache hits included)
         self.completeness: dict = {"fps": protocol.completeness_fps}
         self.rubric: dict = {"windows": [], "round2_intervals": [], "polish": None}
+        self.shown: list[list[Frame]] = []  # each window's frames, as rubric["windows"]
 
     async def ask(self, what: str, request: Request) -> dict:
         """One call; every attempt it sent and every reply's tokens are counted."""
@@ -116,9 +119,6 @@ class _Judgement:
         """A failed call: flagged where the official rule scores around it, else an error."""
         (self.flags if official else self.errors[doc]).append(f"{what}: {err.reason}")
 
-    def request(self, kind: str, parts: tuple, schema: dict, system: str, **more) -> Request:
-        return Request(kind, parts, schema, self.templates[system], **more)
-
     async def sample(self, fps: float, start: float = 0.0, end: float | None = None):
         return await asyncio.to_thread(self.frames.sample, fps, start, end, self.p.frames)
 
@@ -139,18 +139,18 @@ class _Judgement:
             gt_image if task in routing["gt_image"] else None,
             gt_text if task in routing["gt_text"] else None,
         )
+        shown = {"completeness": (gt_image, gt_text), "window": window}
         return {
-            "completeness": prompts.references(image, gt_image, gt_text),
-            "window": prompts.references(image, *window),
+            call: self.prompts.references(self.instance, image, *truth)
+            for call, truth in shown.items()
         }
 
     async def judge_completeness(self, refs: dict) -> None:
         fps = self.p.completeness_fps
         frames = await self.sample(fps)
         self.completeness.update(_span(frames))
-        refs = refs["completeness"]
-        parts = prompts.completeness(self.templates, refs, frames, self.instance, fps)
-        request = self.request("completeness", parts, schemas.COMPLETENESS, SYSTEM["completeness"])
+        system, parts = self.prompts.completeness(self.instance, refs["completeness"], frames, fps)
+        request = Request("completeness", parts, schemas.COMPLETENESS, system)
         try:
             self.completeness.update(await self.ask("completeness", request))
         except JudgeCallError as err:
@@ -158,10 +158,10 @@ class _Judgement:
             self.failed("completeness", "completeness", err, self.p.failures == "official")
 
     async def judge_window(self, refs: dict, doc: dict, frames: list[Frame], place, sampling):
-        """One window call; its comments, kept nominations and adjustments go into `doc`."""
-        refs = refs["window"]
-        parts = prompts.window(self.templates, refs, frames, self.instance, place, sampling)
-        request = self.request("window", parts, schemas.WINDOW, SYSTEM["window"])
+        """One window call; its comments, kept nominations and adjustments go into `doc`;
+        `sampling`: (how the round sampled, its frame count, its fps)."""
+        system, parts = self.prompts.window(self.instance, refs["window"], frames, place, *sampling)
+        request = Request("window", parts, schemas.WINDOW, system)
         what = f"rubric round {doc['round']} window {doc['window'] + 1}"
         try:
             data = await self.ask(what, request)
@@ -181,11 +181,13 @@ class _Judgement:
             return [frames]
         return windows(frames, self.p.window, self.p.overlap)
 
-    async def judge_round(self, refs: dict, round_: int, chunks, sampling: str) -> list[dict]:
-        """The window calls of one round, run together; returns their documents."""
+    async def judge_round(self, refs: dict, round_: int, chunks, sampling: str, fps: float):
+        """The window calls of one round at `fps`, run together; returns their documents."""
         docs = [{"round": round_, "window": k, **_span(c)} for k, c in enumerate(chunks)]
         self.rubric["windows"] += docs
-        n = len(chunks)
+        self.shown += chunks
+        n, count = len(chunks), len({f.index for chunk in chunks for f in chunk})
+        sampling = (sampling, count, fps)
         results = await asyncio.gather(
             *(
                 self.judge_window(refs, doc, c, (round_, k + 1, n), sampling)
@@ -198,18 +200,22 @@ class _Judgement:
                 raise result
         return docs
 
-    async def judge_verdict(self, windows: list[dict], rounds: str) -> None:
+    async def judge_verdict(self, refs: dict, windows: list[dict], rounds: str) -> None:
         """The verdict (`verdict` rule: module docstring)."""
         k, strict = len(self.checklist), self.p.verdict == "strict"
-        parts = prompts.verdict(self.templates, self.instance, windows, rounds)
+        fps = {1: self.p.even_fps if self.p.sampling == "even" else self.p.round1_fps}
+        fps[2] = self.p.round2_fps
+        clip = await asyncio.to_thread(self.frames.clip)
+        shown = (self.instance, windows, self.shown, fps, clip, refs["window"], rounds)
+        system, parts = self.prompts.verdict(*shown)
         schema = schemas.polish(k, strict)
-        request = self.request("polish", parts, schema, SYSTEM["verdict"], list_key="checklist")
+        request = Request("polish", parts, schema, system, list_key="checklist")
         try:
             verdict = await self.ask("rubric verdict", request)
             taken = take_verdict(verdict, k, self.p.verdict)
             if strict and taken["imputed_items"]:
                 retry = (*parts, prompts.verdict_retry(self.templates, taken["imputed_items"], k))
-                request = self.request("polish", retry, schema, SYSTEM["verdict"])
+                request = Request("polish", retry, schema, system)
                 verdict = await self.ask("rubric verdict (asked again)", request)
                 taken = take_verdict(verdict, k, self.p.verdict)
         except JudgeCallError as err:
@@ -230,10 +236,10 @@ class _Judgement:
         first_fps = p.even_fps if p.sampling == "even" else p.round1_fps
         frames = await self.sample(first_fps)
         sampled = f"sampled at {first_fps:g} fps"
-        first = await self.judge_round(refs, 1, self.chunks(frames), sampled)
+        first = await self.judge_round(refs, 1, self.chunks(frames), sampled, first_fps)
         if p.sampling == "even":
             rounds = f"One pass saw the whole clip at {first_fps:g} fps."
-            await self.judge_verdict(first, rounds)
+            await self.judge_verdict(refs, first, rounds)
             return
         time_of = {f.index: f.asked if p.frames == "official" else f.time for f in frames}
         nominated = [time_of[i] for doc in first for i in doc["nominated"]]
@@ -243,12 +249,12 @@ class _Judgement:
         for start, stop in spans:
             chunks += self.chunks(await self.sample(p.round2_fps, start, stop))
         sampling = f"re-sampled at {p.round2_fps:g} fps around frames nominated in round 1"
-        second = await self.judge_round(refs, 2, chunks, sampling)
+        second = await self.judge_round(refs, 2, chunks, sampling, p.round2_fps)
         rounds = (
             f"Round 1 saw the whole clip at {p.round1_fps:g} fps; round 2 took a closer look "
             f"at {p.round2_fps:g} fps around the frames round 1 nominated."
         )
-        await self.judge_verdict(first + second, rounds)
+        await self.judge_verdict(refs, first + second, rounds)
 
     def documents(self) -> dict:
         """completeness.json, rubric.json and score.json as they stand.
@@ -334,11 +340,6 @@ def reachable_frames(count: int, rate: float, p: Protocol) -> list[int]:
 
 
 DEFAULT = Protocol()
-SYSTEM = {
-    "completeness": "completeness_system.txt",
-    "window": "window_system.txt",
-    "verdict": "verdict_system.txt",
-}
 
 
 async def judge_video(
@@ -348,13 +349,15 @@ async def judge_video(
     protocol: Protocol = DEFAULT,
     templates: Mapping[str, str] | None = None,
     store: Path | None = None,
+    official=None,
 ) -> dict:
     """Judge one video of one instance.
 
     `instance` holds what `settings.instance_params` gives (id, task, level, texts,
     the `image` and `gt_image` paths); `templates` the prompt templates by
-    file name (None: the defaults); `store` the video's prepared frames, if any
-    (`frames.VideoFrames`). Returns `{"completeness", "rubric", "score"}`, the
+    file name (None: the defaults); `official` the official judge's prompts
+    (`official.OfficialPrompts`) in their place, if any; `store` the video's prepared
+    frames, if any (`frames.VideoFrames`). Returns `{"completeness", "rubric", "score"}`, the
     documents to write. Completeness and the rubric run concurrently, the windows of a
     round together (the client caps concurrency). A call that fails is an error or is
     scored around (`protocol.failures`, `protocol.verdict`); a failure of the service
@@ -362,7 +365,7 @@ async def judge_video(
     """
     templates = templates or load_templates(None, JUDGE_CALLS)
     frames = VideoFrames(video, protocol.frame_long_side, store)
-    judgement = _Judgement(client, instance, frames, protocol, templates)
+    judgement = _Judgement(client, instance, frames, protocol, templates, official)
     refs = await judgement.references()
     results = await asyncio.gather(
         judgement.judge_completeness(refs), judgement.judge_rubric(refs), return_exceptions=True

@@ -4,6 +4,8 @@
 determines an answer, and nothing that only changes how calls are made. The prompt
 templates' texts (after `judge.prompts`) are part of them, per rule: a rule's params
 hold only the templates of its own calls, so editing one reruns only the rule it feeds.
+With `judge.official_prompts` (the video judge's calls built by a checkout of the official
+repository, `official`), the SHA-256 of the checkout's module is, not where it lies.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from workflow_scripts.common.layout import MAIN  # the judge of `judge:` itself
+from workflow_scripts.judge import official
 from workflow_scripts.judge.templates import load_templates
 
 # Which tasks' rubric windows get which ground truth (DESIGN, "Judge protocol"): data, in
@@ -68,6 +71,7 @@ RUN_SETTINGS = (
     "requests_per_minute",
     "tokens_per_minute",
     "prompts",  # a folder: its templates' texts are in the params instead
+    "official_prompts",  # a checkout: its module's digest is in the params instead
     "checkpoints",  # which videos are judged (rule judge_checkpoints), not how
 )
 JUDGE_CALLS = ("completeness", "window", "verdict")  # rule judge; label_transitions: transition
@@ -109,10 +113,15 @@ class Protocol:
 
 def judge_params(judge_config: Mapping, calls=JUDGE_CALLS) -> str:
     """The judge settings that determine the answers of `calls` (not the key, endpoint or
-    pacing), with their templates under `prompts`, as JSON."""
+    pacing), with their templates under `prompts` and the official module's digest under
+    `official_prompts` (a ValueError naming the setting where the checkout lacks what is
+    needed), as JSON."""
     settings = {k: v for k, v in judge_config.items() if k not in RUN_SETTINGS}
     settings["protocol"] = asdict(Protocol(**judge_config.get("protocol", {})))
     settings["prompts"] = load_templates(judge_config.get("prompts"), calls)
+    checkout = judge_config.get("official_prompts")
+    if checkout and set(calls) & set(JUDGE_CALLS):  # the video judge's calls only
+        settings["official_prompts"] = official.digest(checkout)
     return json.dumps(settings, sort_keys=True, ensure_ascii=False)
 
 
