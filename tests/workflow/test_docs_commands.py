@@ -48,6 +48,9 @@ NEEDS = {
         "benchmark: root is not a folder (data/VGI-Bench/bench_data)"
     ),
     "snakemake --cores 2 judge_reliability": "judge_reliability needs human preferences",
+    "snakemake --cores 2 --config 'judge={official_prompts: ../VGI-Bench}'": (
+        "judge.official_prompts: cannot read ../VGI-Bench/eval/vlm_judge_utils.py"
+    ),
     "snakemake --cores 8 --resources judge_api=2 --configfile config/published.yaml": (
         "videos folder not found (data/VGI-Bench/eval_res/video_model_res/seedance2_0)"
     ),
