@@ -198,6 +198,7 @@ rule judge_reliability:
     params:
         models=list(STUDY.models),
         judges=JUDGES,
+        judge_models={name: c["model"] for name, c in judge_configs(config).items()},
     script:
         "../workflow_scripts/entry/judge_reliability.py"
 
@@ -229,5 +230,6 @@ rule judge_agreement:
     params:
         models=list(STUDY.models),
         judges=JUDGES,
+        judge_models={name: c["model"] for name, c in judge_configs(config).items()},
     script:
         "../workflow_scripts/entry/judge_agreement.py"

@@ -18,11 +18,12 @@ from PIL import Image
 
 from tests.aggregate.test_reliability import PREFERENCES, QUALITY
 from tests.judge.test_judge_workflow import jobs
-from tests.support.fake_vlm import FakeVLM, Received
+from tests.support.fake_vlm import FakeVLM, Received, version
 from tests.support.scripted_judge import Judge, kind
 from tests.support.shared import shared_folder
 from tests.support.videos import videos_config, write_videos
 from tests.support.workflow import default_config, snakemake
+from workflow_scripts.judge import drift
 from workflow_scripts.judge.templates import HERE as TEMPLATES
 
 KEY = "test-key-71b0"
@@ -177,6 +178,8 @@ def test_the_rule_writes_the_hand_computed_case(run):
         )
         assert (row["n_pairs"], row["n_strict_pairs"]) == (7, 5)
     assert table.loc["reversed", "auc"] < 0.5
+    assert table.loc["reversed", "judge_model"] == "fake-reversed"  # each row: its judge's
+    assert table.loc["reversed", "judge_model_version"] == version("fake-reversed")
     by_slice = pd.read_csv(tmp_path / "results/tables/judge_reliability_by_slice.csv")
     main = by_slice[by_slice.judge == "main"].set_index(["slice_kind", "slice"])
     assert main.loc[("domain", "spatiotemporal_dynamics"), "auc"] == pytest.approx(0.75)
@@ -199,7 +202,18 @@ def test_judge_agreement_without_people(run):
         "kendall",
         "pairwise_agreement",
         "n",
+        *drift.COLUMNS,
     ]
+    # each row names both judges' models and versions, and says neither is the paper's
+    first = table.iloc[0]
+    assert (first.judge_model, first.judge_model_version) == (
+        "fake-model / fake-reversed",
+        f"{version('fake-model')} / {version('fake-reversed')}",
+    )
+    assert first.judge_note == (
+        "main: judge fake-model is not the paper's (gemini-3-flash-preview); "
+        "reversed: judge fake-reversed is not the paper's (gemini-3-flash-preview)"
+    )
     rows = table.set_index(["judge_a", "judge_b"])
     assert list(rows.index) == [
         ("main", "reversed"),

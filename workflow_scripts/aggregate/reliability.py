@@ -36,6 +36,7 @@ from workflow_scripts.aggregate.collect import instance_table
 from workflow_scripts.common import layout
 from workflow_scripts.common.files import read_json, write_text
 from workflow_scripts.common.logs import job_log
+from workflow_scripts.judge.drift import per_judge
 
 TIE_BAND = 0.05
 SEED = 0
@@ -145,8 +146,8 @@ def merge_pairs(pairs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
 def judge_finals(
     instances: pd.DataFrame, models: Iterable[str], outdir: str | Path, judges: Iterable[str]
 ) -> pd.DataFrame:
-    """judge, model, instance, final of every selected video under every judge; final is
-    NaN where the judge's score.json is not `ok` (or missing)."""
+    """judge, model, instance, final and judge_model_version of every selected video under
+    every judge; final is NaN where the judge's score.json is not `ok` (or missing)."""
     rows = []
     for judge in judges:
         for model in models:
@@ -154,8 +155,10 @@ def judge_finals(
                 path = layout.score_file(outdir, model, info["task"], str(instance), judge)
                 score = read_json(path, layout.stage_fix(path), optional=True) or {}
                 final = score.get("final") if score.get("status") == "ok" else None
-                rows.append([judge, model, str(instance), np.nan if final is None else final])
-    return pd.DataFrame(rows, columns=["judge", "model", "instance", "final"])
+                final = np.nan if final is None else final
+                rows.append([judge, model, str(instance), final, score.get("model_version")])
+    columns = ["judge", "model", "instance", "final", "judge_model_version"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def predicted(d) -> np.ndarray:
@@ -344,7 +347,8 @@ def _finals(smk) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def judge_reliability_job(smk) -> None:
     """Rule `judge_reliability`: the human preference pairs (imported and from the
-    preference page's rankings) merged, against every judge's finals."""
+    preference page's rankings) merged, against every judge's finals (each row with its
+    judge's model and versions, `judge.drift.per_judge`; `params.judge_models`)."""
     with job_log(smk):
         instances, finals = _finals(smk)
         rankings = [
@@ -359,6 +363,8 @@ def judge_reliability_job(smk) -> None:
         )
         write_text(smk.output.pairs, pairs.to_csv(index=False))
         overall, by_slice = reliability_tables(pairs, finals, instances, smk.params.judges)
+        models = smk.params.judge_models
+        overall, by_slice = (per_judge(t, models, finals) for t in (overall, by_slice))
         write_text(smk.output.table, overall.to_csv(index=False))
         write_text(smk.output.by_slice, by_slice.to_csv(index=False))
         plots.reliability_bars(overall, smk.output.plot)
@@ -366,10 +372,13 @@ def judge_reliability_job(smk) -> None:
 
 
 def judge_agreement_job(smk) -> None:
-    """Rule `judge_agreement`: every pair of judges on the same videos, without people."""
+    """Rule `judge_agreement`: every pair of judges on the same videos, without people
+    (each row with both judges' models and versions, `judge.drift.per_judge`)."""
     with job_log(smk):
         instances, finals = _finals(smk)
         overall, by_slice = agreement_tables(finals, instances, smk.params.judges)
+        models, pair = smk.params.judge_models, ("judge_a", "judge_b")
+        overall, by_slice = (per_judge(t, models, finals, pair) for t in (overall, by_slice))
         write_text(smk.output.table, overall.to_csv(index=False))
         write_text(smk.output.by_slice, by_slice.to_csv(index=False))
         print(overall.to_string(index=False))
