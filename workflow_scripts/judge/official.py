@@ -145,14 +145,10 @@ class OfficialPrompts:
         return {"task_name": instance["task"], "level": level, "iid": iid}
 
     def _rubric(self, instance: Mapping) -> dict:
-        checklist = list(instance["checklist"])
-        return {
-            "rubric_overall": instance["goal"] or "",
-            "rubric_checklist": checklist,
-        }
+        return {"rubric_overall": instance["goal"], "rubric_checklist": list(instance["checklist"])}
 
     def _rubric_text(self, instance: Mapping) -> str:  # shown only without goal and checklist
-        return "\n".join([instance["goal"] or "", *instance["checklist"]]).strip()
+        return "\n".join([instance["goal"], *instance["checklist"]]).strip()
 
     def completeness(self, instance: Mapping, refs: References, frames, fps: float):
         metas, images = _metas(frames)
