@@ -8,7 +8,11 @@ tests/support/video_doubles/ (routes, key, error bodies, answers); what they sha
 Each operation stays running for `polls` polls. What a submission ends as is chosen by its
 input image (`refuse(path, outcome)`: a submission whose image looks like that one, resized
 or not, ends `refused` or `failed`); `forget()` drops every operation (an expired one).
-`throttle` answers that many next requests with HTTP 429 and a retry hint. A wrong key is
+`throttle` answers that many next requests with HTTP 429 and a retry hint. `taken_then`
+makes the next submissions, each taken (the operation made and billed), end another way: an
+HTTP status (a gateway's 502 after the service took it), `LATE` (the answer sent `late_s`
+seconds later: past a client's read timeout) or `HELD` (no answer until `release()`: a job
+killed while its submission is out). A wrong key is
 HTTP 401 (a signed download link the service handed out asks for none). A model in
 `retired` is answered as its provider answers a model it no longer serves. The video is a
 real mp4 made from the input image with imageio: the asked-for seconds at `fps` frames a
@@ -21,6 +25,7 @@ no operation and is not billed (`billed()` leaves it out).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -36,6 +41,7 @@ from PIL import Image
 from tests.support.video_doubles import doubles
 
 FRAME = (256, 144)  # width, height of the double's videos
+LATE, HELD = "late", "held"  # `taken_then`'s answers besides an HTTP status
 # The key: Kling's is two (an access key and a secret of 32 characters or more, joined by a
 # colon, as its registry variable holds them); the other providers take it as one.
 API_KEY = "test-access-key:test-secret-key-0123456789abcdef012345"
@@ -83,7 +89,9 @@ class FakeVideoAPI:
         self.requests: list[tuple[str, str, int]] = []  # method, path, status
         self.keys: set[str | None] = set()
         self.throttle = 0
-        self.taken_then: list[int] = []  # the next submissions: taken, then answered so (502)
+        self.taken_then: list[int | str] = []  # the next submissions: taken, then so
+        self.late_s = 1.0
+        self._released = threading.Event()
         self.retired: set[str] = set()  # model ids past their shutdown date
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -127,6 +135,10 @@ class FakeVideoAPI:
         """Every operation expires: the provider no longer knows them."""
         with self._lock:
             self.operations.clear()
+
+    def release(self) -> None:
+        """Every submission `HELD` gets its answer (to a client that may be gone)."""
+        self._released.set()
 
     def refuse(self, image_path, outcome: str = "refused") -> None:
         """Submissions of this input image end as `outcome` (refused | failed)."""
@@ -182,9 +194,14 @@ class FakeVideoAPI:
             gateway = (
                 self.taken_then.pop(0) if len(self.submissions) > made and self.taken_then else None
             )
-        if gateway is not None:  # the operation made (and billed), the answer lost upstream
+        if gateway == LATE:
+            time.sleep(self.late_s)
+        elif gateway == HELD:
+            self._released.wait(120)
+        elif gateway is not None:  # the operation made (and billed), the answer lost upstream
             status, answer = gateway, double.error(gateway, "upstream answered too late")
-        self._reply(handler, method, status, answer)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+            self._reply(handler, method, status, answer)
 
     def _reply(self, handler, method, status, answer, retry: float | None = None) -> None:
         self.requests.append((method, handler.path, status))

@@ -56,7 +56,7 @@ def test_several_polls_then_a_real_video_from_one_submission(tmp_path, fake, nam
     answered = [r for r in fake.requests if r[2] == 200]
     assert len(answered) - 1 >= fake.polls  # the submission, then running... until done
     assert fake.keys == {fake.api_key}
-    # a rerun of the finished job downloads the same operation again: no new submission
+    # a rerun of the finished job: its kept video, no new submission
     again, submitted = run(tmp_path, fake, name)
     assert again.ok and submitted == [] and len(fake.submissions) == 1
 
@@ -142,10 +142,16 @@ def test_a_cancelled_task_is_never_waited_on_nor_submitted_again_unasked(tmp_pat
 
 def test_a_seedance_video_link_past_its_24_hours_needs_the_users_word(tmp_path, fake):
     """Seedance lists a task for 7 days but keeps its video's link for 24 hours: a later
-    rerun finds the task succeeded and the link expired (storage answers 403), and stops
-    instead of paying again until resubmission is allowed."""
+    rerun writes the video kept beside the state, asking nothing; one whose video is not
+    kept (a state from before they were) finds the task succeeded and the link expired
+    (storage answers 403), and stops instead of paying again until resubmission is
+    allowed."""
     first, _ = run(tmp_path, fake, "seedance2")
     fake.doubles["seedance2"].expired_links.add(fake.submissions[0].id)
+    asked = len(fake.requests)
+    kept, submitted = run(tmp_path, fake, "seedance2")
+    assert kept.video == first.video and submitted == [] and len(fake.requests) == asked
+    (tmp_path / "seedance2" / "state.mp4").unlink()
     with pytest.raises(NotResumable, match="no longer knows operation .*kept 24 hours"):
         run(tmp_path, fake, "seedance2")
     assert first.ok and len(fake.submissions) == 1

@@ -1,6 +1,6 @@
 """A tiny study of every shipped video API model (through the doubles) over 6 instances,
-judged by the FakeVLM, to tables, gallery and export; the ledger; settings checked
-before any job."""
+one refused and one failed by every provider, judged by the FakeVLM, to tables, gallery and
+export; the ledger and tables/costs.csv; settings checked before any job."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from workflow_scripts.video_api.ledger import COLUMNS, read_ledger
 from workflow_scripts.video_api.providers import seconds_of
 
 REFUSED = "sorting_lv2_002"
+FAILED = "maze_square_lv3_001"  # an operation made (billed) that ends without a video
 VIDEO_KEY = "ak-video-7f3a9c1e:sk-video-3d9b61f0a2c84e7d95b1f3a6c0e2d4b8"  # Kling's: two keys
 VLM_KEY = "vlm-key-5b2d8e4f"
 
@@ -39,6 +40,7 @@ def study(tmp_path_factory):
         env.setenv(KEY_ENV, VIDEO_KEY)
         env.setenv("FAKE_VLM_KEY", VLM_KEY)
         fake.refuse(EXAMPLES / "sorting" / "input_image" / "lv2" / f"{REFUSED}.png")
+        fake.refuse(EXAMPLES / "maze_square" / "input_image" / "lv3" / f"{FAILED}.png", "failed")
         config = api_config(workdir, fake)
         config["judge"] = {"enabled": True, "base_url": vlm.url, "api_key_env": "FAKE_VLM_KEY"}
         planned = snakemake(workdir, config, "plan")
@@ -71,10 +73,12 @@ def test_every_instance_is_made_once_judged_tabled_shown_and_exported(study):
             judged = results / model / row.task / "judge" / row.instance
             score = json.loads((judged / "score.json").read_text())
             exported = results / "eval_res" / model / row.task / f"{model}_{row.instance}.mp4"
-            if row.instance == REFUSED:
-                assert meta["status"] == "error" and double.refusal in meta["reason"]
+            if row.instance in (REFUSED, FAILED):
+                kind = "refused" if row.instance == REFUSED else "failed"
+                assert meta["status"] == "error" and meta["reason"].startswith(f"{kind}: ")
+                assert row.instance == FAILED or double.refusal in meta["reason"]
                 assert score["status"] == "error" and score["final"] is None
-                assert "generation failed: refused" in score["reason"] and score["calls"] == 0
+                assert f"generation failed: {kind}" in score["reason"] and score["calls"] == 0
                 assert not exported.exists()
             else:
                 assert meta["status"] == "ok" and score["status"] == "ok"
@@ -86,13 +90,13 @@ def test_every_instance_is_made_once_judged_tabled_shown_and_exported(study):
     errors = pd.read_csv(results / "tables" / "errors.csv").set_index("model")
     counts = ["selected", "ok", "error", "generation_failed", "transitions_missing"]
     for model in MODELS:
-        assert errors.loc[model, counts].tolist() == [6, 5, 1, 1, 0]
+        assert errors.loc[model, counts].tolist() == [6, 4, 2, 2, 0]
     # no checkpoints: no transition rows, and the run says so
     assert pd.read_csv(results / "tables" / "transitions.csv").empty
     assert f"No transition labels or trajectory tables for {', '.join(MODELS)}" in output
     finals = pd.read_csv(results / "tables" / "final_by_domain_level.csv")
     pooled = finals[(finals["domain"] == "overall") & (finals["level"] == "avg")]
-    assert pooled.set_index("model").loc[list(MODELS), "n"].tolist() == [5] * len(MODELS)
+    assert pooled.set_index("model").loc[list(MODELS), "n"].tolist() == [4] * len(MODELS)
 
 
 def test_the_ledger_is_price_times_seconds_per_submission(study):
@@ -158,7 +162,9 @@ def test_a_missing_key_is_named_before_any_job(tmp_path, monkeypatch):
 
 def test_the_plan_prices_api_videos_and_costs_take_the_ledger(study):
     """Before the run, the plan's cost_left holds each API model's 6 videos at the price
-    table (no GPU-hours); after it, costs.csv's generate row is the ledger's."""
+    table (no GPU-hours); after it, costs.csv's generate row is the ledger's: per provider,
+    every submission billed, the failed one and a refused operation included; Seedance's
+    refusal, its filter answering the submission itself, is no operation and not billed."""
     workdir, config, fake, *_, plan = study
     video = {m: seconds(config, m) * fake.doubles[m].price for m in MODELS}  # one video's
     costs = pd.read_csv(workdir / "results" / "tables" / "costs.csv")
@@ -166,7 +172,8 @@ def test_the_plan_prices_api_videos_and_costs_take_the_ledger(study):
     judged = costs[costs["judge"] == "main"].set_index("model")
     made = costs[costs["judge"] == "generate"].set_index("model")
     for model, price in video.items():
-        billed = len(fake.billed(fake.doubles[model].provider))  # 5 where refused outright
+        billed = 5 if model == "seedance2" else 6  # refused outright: no task, none billed
+        assert len(fake.billed(fake.doubles[model].provider)) == billed
         assert plan.loc[model, ["videos_done", "videos_left"]].tolist() == [0, 6]
         assert plan.loc[model, "gpu_hours_left"] == 0
         assert plan.loc[model, "cost_left"] > 6 * price  # the videos, then the judge's tokens
@@ -189,8 +196,10 @@ def test_the_status_page_shows_a_refusal_with_its_rerun(study):
             2,
             1,
         ]
-        (error,) = errors[errors["model"] == model].itertuples()
-        assert (error.instance, error.stage) == (REFUSED, "generate")
+        mine = errors[errors["model"] == model].set_index("instance")
+        assert sorted(mine.index) == sorted([REFUSED, FAILED])
+        (error,) = mine.loc[[REFUSED]].reset_index().itertuples()
+        assert error.stage == "generate"
         assert fake.doubles[model].refusal in error.reason
         video = results / model / "sorting" / REFUSED / "video.mp4"
         assert error.rerun.startswith(f"snakemake {video} --force --cores 2 --configfile ")

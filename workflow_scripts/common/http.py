@@ -1,7 +1,8 @@
-"""What the clients of remote services share (the judge's VLM backends, the video API
+"""What the clients of remote services share (the judge's VLM backends, the paid API
 providers): the service's failure, reading an HTTP error answer, the request hook that
-paces sends, the registry lookup that imports a client's module (and its SDK) only where it
-is used, and the SDK clients more than one provider makes.
+paces sends, and the registry lookup that imports a client's module (and its SDK) only where
+it is used. What only paid requests need (the SDK clients the API providers make, what a
+5xx says of a paid request) is `workflow_scripts.paid`'s.
 
 Kept light (no HTTP library, no SDK): the workflow reads it when it starts.
 """
@@ -40,16 +41,6 @@ def answer_of(status: int, message: str = "") -> Answer:
     if status in (401, 403) or re.search(r"api[ _]?key", message or "", re.IGNORECASE):
         return Answer.KEY
     return Answer.NOT_FOUND if status == 404 else Answer.REQUEST
-
-
-def may_have_been_taken(status: int) -> bool:
-    """Whether an HTTP error answer to a paid request (an image, a video submission) leaves
-    open that the service took it: any 5xx (500, 502, 503, 504, ...) comes after the body
-    was sent, and a gateway's 502/504 may come after the model behind it took the request.
-    None of the providers documents a 5xx as "not processed" (OpenAI's and Gemini's
-    overloaded 503 say only "try again later"), so none is sent again without the user's
-    word. A 408 or 429 is an answer that the request was not served: sent again."""
-    return status >= 500
 
 
 def retry_after(headers, body) -> float | None:
@@ -97,56 +88,3 @@ def registered(package: str, modules: dict[str, str], name: str, attribute: str)
     """`attribute` of the module registered as `name` (a key of `modules`, whose values are
     modules of `package`), imported now: a job imports only its own client's SDK."""
     return getattr(importlib.import_module(f"{package}.{modules[name]}"), attribute)
-
-
-def openai_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
-    """An openai SDK client (the SDK imported now: a job's import only) without retries of its
-    own (the caller decides what is sent again), its httpx client given `hooks`."""
-    import openai
-
-    return openai.OpenAI(
-        api_key=key,
-        base_url=base_url,
-        max_retries=0,
-        timeout=timeout_s,
-        http_client=openai.DefaultHttpxClient(event_hooks=hooks),
-    )
-
-
-def ark_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
-    """(a BytePlus Ark runtime client, its httpx client): the SDK imported now (a job's
-    import only), without retries of its own, the httpx client given `hooks`."""
-    import httpx
-    from byteplussdkarkruntime import Ark
-
-    http = httpx.Client(event_hooks=hooks, timeout=timeout_s, follow_redirects=True)
-    endpoint = {"base_url": base_url} if base_url else {}
-    client = Ark(api_key=key, max_retries=0, timeout=timeout_s, http_client=http, **endpoint)
-    return client, http
-
-
-DASHSCOPE_INTERNATIONAL = (
-    "https://dashscope-intl.aliyuncs.com/api/v1"  # Singapore; keys are regional
-)
-DASHSCOPE_REFUSALS = ("DataInspection", "IPInfringement")  # in an error code: a refusal
-
-
-def dashscope_refusal(code: str | None) -> bool:
-    """Whether Model Studio's error `code` is a refusal (its content inspection, a policy)."""
-    return any(word in (code or "") for word in DASHSCOPE_REFUSALS)
-
-
-def dashscope_client(key: str, base_url: str | None, hooks: dict, timeout_s: float):
-    """A dashscope 2.0 client (the SDK imported now: a job's import only) on Model Studio's
-    international endpoint unless `base_url`, without retries of its own, its httpx client
-    given `hooks`."""
-    from dashscope.v2 import Client
-
-    client = Client(
-        api_key=key,
-        base_url=base_url or DASHSCOPE_INTERNATIONAL,
-        timeout=timeout_s,
-        max_retries=0,
-    )
-    client.transport.http_client.event_hooks = hooks
-    return client

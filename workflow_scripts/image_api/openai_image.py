@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import openai_client
 from workflow_scripts.image_api.provider import (
     ImageProvider,
     NoImage,
@@ -20,6 +19,7 @@ from workflow_scripts.image_api.provider import (
     from_base64,
     reply_bytes,
 )
+from workflow_scripts.paid.clients import openai_client
 from workflow_scripts.paid.inputs import image_mime, image_payload
 
 REFUSALS = ("moderation_blocked", "content_policy_violation")

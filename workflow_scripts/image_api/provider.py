@@ -23,15 +23,8 @@ import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from workflow_scripts.common.http import (
-    Answer,
-    ServiceError,
-    answer_of,
-    may_have_been_taken,
-    request_hooks,
-    retry_after,
-)
-from workflow_scripts.paid.errors import Refused, Retry
+from workflow_scripts.common.http import ServiceError, request_hooks
+from workflow_scripts.paid.errors import Refused, Retry, error_answer
 from workflow_scripts.paid.settings import Setting, SettingChecks
 
 __all__ = [
@@ -140,14 +133,8 @@ class ImageProvider(SettingChecks, ABC):
 
     def error_for(self, status: int, message: str, headers=None, code: str | None = None,
                   details=None) -> Exception:  # fmt: skip
-        """The exception for an HTTP error answer: `Retry` (with the server's hint, from its
-        headers, `details` or message) for 408, 429 (not taken), and unsure for a 5xx (it
-        may have been taken: `may_have_been_taken`), else `ServiceError`."""
-        reason = f"HTTP {status}{f' {code}' if code else ''}: {message}"[:300]
-        if answer_of(status, message) is Answer.RETRY:
-            after = retry_after(headers, details or message)
-            return Retry(reason, after, unsure=may_have_been_taken(status))
-        return ServiceError(reason)
+        """The exception for an HTTP error answer (`paid.errors.error_answer`)."""
+        return error_answer(status, message, headers, code, details)
 
     @abstractmethod
     def connect(self, key: str, base_url: str | None, hooks: dict, timeout_s: float) -> None:

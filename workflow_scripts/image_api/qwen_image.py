@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import ServiceError, dashscope_client, dashscope_refusal
+from workflow_scripts.common.http import ServiceError
 from workflow_scripts.image_api.provider import (
     ATTEMPTS,
     ImageProvider,
@@ -33,6 +33,7 @@ from workflow_scripts.image_api.provider import (
     Retry,
     Setting,
 )
+from workflow_scripts.paid.clients import dashscope_client, dashscope_refusal
 from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.paid.inputs import data_uri
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workflow_scripts.common.http import ark_client
 from workflow_scripts.image_api.provider import (
     ImageProvider,
     NoImage,
@@ -25,6 +24,7 @@ from workflow_scripts.image_api.provider import (
     reply_bytes,
     sized,
 )
+from workflow_scripts.paid.clients import ark_client
 from workflow_scripts.paid.inputs import data_uri
 
 REFUSAL = "SensitiveContentDetected"  # in an error code: the safety filter

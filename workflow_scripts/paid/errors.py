@@ -1,8 +1,11 @@
 """What a paid request's failure says, in both API branches: `Retry` (worth another
 attempt, or unsure: it may have been taken) and `Refused` (the service refused it, billed
-or not). Kept light: no HTTP library at import (the workflow reads it when it starts)."""
+or not), and the one reading of an HTTP error answer to a paid request (`error_answer`).
+Kept light: no HTTP library at import (the workflow reads it when it starts)."""
 
 from __future__ import annotations
+
+from workflow_scripts.common.http import Answer, ServiceError, answer_of, retry_after
 
 
 class Retry(Exception):
@@ -44,3 +47,31 @@ class Refused(Exception):
         super().__init__(reason)
         self.reason = reason if reason.startswith("refused: ") else f"refused: {reason}"
         self.billed = billed
+
+
+def may_have_been_taken(status: int) -> bool:
+    """Whether an HTTP error answer to a paid request (an image, a video submission) leaves
+    open that the service took it: any 5xx (500, 502, 503, 504, ...) comes after the body
+    was sent, and a gateway's 502/504 may come after the model behind it took the request.
+    None of the providers documents a 5xx as "not processed" (OpenAI's and Gemini's
+    overloaded 503 say only "try again later"), so none is sent again without the user's
+    word. A 408 or 429 is an answer that the request was not served: sent again."""
+    return status >= 500
+
+
+def reason_of(status: int, message: str, code: str | None = None) -> str:
+    """An HTTP error answer as a job's reason: `HTTP <status> [<code>]: <message>`, cut short."""
+    return f"HTTP {status}{f' {code}' if code else ''}: {message}"[:300]
+
+
+def error_answer(status: int, message: str, headers=None, code: str | None = None,
+                 details=None) -> Exception:  # fmt: skip
+    """The exception for an HTTP error answer to a paid request (either branch): `Retry`
+    for 408, 429 (not taken; the server's hint from its headers, `details` or message) and
+    unsure for a 5xx (`may_have_been_taken`); else `ServiceError` (an answer that refuses
+    the request: not taken)."""
+    reason = reason_of(status, message, code)
+    if answer_of(status, message) is Answer.RETRY:
+        after = retry_after(headers, details or message)
+        return Retry(reason, after, unsure=may_have_been_taken(status))
+    return ServiceError(reason)

@@ -30,14 +30,42 @@ from workflow_scripts.paid.attempt import resend_command, unsure_advice
 from workflow_scripts.video_api.ledger import LEDGER, record
 from workflow_scripts.video_api.operation import NotResumable, Operation
 from workflow_scripts.video_api.provider import Retry
-from workflow_scripts.video_api.providers import open_provider, resolution_of, seconds_of
+from workflow_scripts.video_api.providers import (
+    open_provider,
+    provider_class,
+    resolution_of,
+    seconds_of,
+)
 
 FAILURE = "Video API failure: "
 BRANCH = "video_api"  # the config's section, and its `resubmit`
 
 
+def asked(smk, spec, operation: Operation, image: Path, prompt: str):
+    """The outcome of `operation`, asking its provider (a client of its SDK, the key read
+    now): submitting where allowed, waiting, downloading."""
+    config, options = smk.config, smk.config["video_api"]
+    outdir, wildcards = config["outdir"], smk.wildcards
+    key = os.environ.get(spec.api_key_env, "").strip()
+    if not key:
+        fail_job(f"{FAILURE}${spec.api_key_env} (the key of model {spec.key!r}) is not set")
+    limit = (options["requests_per_minute"] or {}).get(spec.model_id)
+    pace = limit and SharedRateLimit(Path(outdir) / RESUME / f"rate_{spec.model_id}", limit)
+    operation.provider = open_provider(spec, key, pace, options["timeout_s"])
+    try:
+        return operation.run(
+            image, prompt,
+            lambda op: record(outdir, spec, wildcards.model, wildcards.task, wildcards.instance,
+                              op, config["prices"]),
+            options["poll_s"], options["timeout_min"] * 60,
+        )  # fmt: skip
+    finally:
+        operation.provider.close()
+
+
 def generate_api_job(smk) -> None:
-    """Rule `generate_api`: submit (at most once), wait, download; see the module."""
+    """Rule `generate_api`: the kept outcome, else submit (at most once), wait, download;
+    see the module."""
     config, video = smk.config, Path(smk.output.video)
     run, task, instance = smk.wildcards.model, smk.wildcards.task, smk.wildcards.instance
     spec = run_spec(config["model_registry"], parse_run_key(run)[0], smk.params.settings)[0]
@@ -45,47 +73,35 @@ def generate_api_job(smk) -> None:
     outdir = config["outdir"]
     logging.getLogger("workflow_scripts.video_api").setLevel(logging.INFO)  # submit, resume
     with job_log(smk):
-        key = os.environ.get(spec.api_key_env, "").strip()
-        if not key:
-            fail_job(f"{FAILURE}${spec.api_key_env} (the key of model {spec.key!r}) is not set")
         image, prompt = Path(smk.input.image), smk.params.prompt
         image_sha = hashlib.sha256(image.read_bytes()).hexdigest()
         digest = state_key(settings=spec.settings(), prompt=prompt, image=image_sha)
         state = run_folder(Path(outdir) / RESUME, run, task, instance) / f"{digest}.json"
-        limit = (options["requests_per_minute"] or {}).get(spec.model_id)
-        pace = limit and SharedRateLimit(Path(outdir) / RESUME / f"rate_{spec.model_id}", limit)
-        client = open_provider(spec, key, pace)
         started = time.perf_counter()
-        operation = Operation(state, client, options["resubmit"])
+        operation = Operation(state, resubmit=options["resubmit"])
 
-        def unsure_record() -> None:
-            """The ledger's record of a submission left `submitting` (one a rerun rewrites)."""
-            since = (operation.state or {}).get("since")
-            if (operation.state or {}).get("status") == "submitting":
-                name = "unsure-" + since.replace(":", "").replace("+", "_")
-                record(outdir, spec, run, task, instance, None, config["prices"], "unsure", name)
+        def unsure(what: str) -> str:
+            """The message of a submission left `submitting` (`unsure_advice`), its ledger
+            record written (one a rerun writes again)."""
+            name = "unsure-" + operation.state["since"].replace(":", "").replace("+", "_")
+            record(outdir, spec, run, task, instance, None, config["prices"], "unsure", name)
+            console = provider_class(spec.provider).CONSOLE
+            where = f"{console}; the ledger {Path(outdir) / LEDGER / run}"
+            return unsure_advice(what, state, where, video, BRANCH)
 
         try:
-            outcome = operation.run(
-                image, prompt,
-                lambda op: record(outdir, spec, run, task, instance, op, config["prices"]),
-                options["poll_s"], options["timeout_min"] * 60,
-            )  # fmt: skip
+            outcome = operation.settled() or asked(smk, spec, operation, image, prompt)
         except Retry as error:
             if error.unsure:  # a submission that may have been taken: `submitting` stays
-                unsure_record()
-                where = f"{client.CONSOLE}; the ledger {Path(outdir) / LEDGER / run}"
-                what = f"the submission got no operation id back ({error})"
-                error = unsure_advice(what, state, where, video, BRANCH)
+                error = unsure(f"the submission got no operation id back ({error})")
             fail_job(f"{FAILURE}{instance} ({spec.key}): {error}")
         except NotResumable as error:
-            unsure_record()
+            if operation.state["status"] == "submitting":  # cut off: it may have been taken
+                fail_job(f"{FAILURE}{instance} ({spec.key}): {unsure(str(error))}")
             command = resend_command(video, BRANCH)
             fail_job(f"{FAILURE}{instance} ({spec.key}): {error}. The command: {command}")
         except (ServiceError, TimeoutError) as error:
             fail_job(f"{FAILURE}{instance} ({spec.key}): {error}")
-        finally:
-            client.close()
         write_atomic(video, lambda out: out.write(outcome.video or b""))
         meta = {
             "model": spec.key,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.video_api.provider import (
+    TIMEOUT_S,
     Outcome,
     Refused,
     Retry,
@@ -46,6 +47,8 @@ SMALLEST_SIDE, WIDEST = 300, 2.5  # the images Kling takes: px, and aspect eithe
 
 class Provider(VideoProvider):
     """Kling's image-to-video task: its request body's fields."""
+
+    CONSOLE = "https://app.klingai.com/global/dev (API usage)"
 
     SETTINGS = {
         "mode": Setting(str, tuple(HEIGHTS), required=True),
@@ -79,7 +82,7 @@ class Provider(VideoProvider):
                 )
         return found
 
-    def __init__(self, spec, key: str, pace=None, timeout_s: float = 120.0) -> None:
+    def __init__(self, spec, key: str, pace=None, timeout_s: float = TIMEOUT_S) -> None:
         self.key_env = spec.api_key_env  # named where the key is not ACCESS_KEY:SECRET_KEY
         super().__init__(spec, key, pace, timeout_s)
 

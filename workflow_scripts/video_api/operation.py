@@ -8,7 +8,11 @@ atomically at each turn:
 1. `submitting`, before the request goes out; then `submitted` with the provider's
    operation id as soon as it answers (and the ledger's record), before any waiting.
 2. A rerun (a killed job, `--rerun-incomplete`, a SLURM requeue) finds `submitted` and
-   waits on the same operation; `done` (kept) and it downloads again (a forced rerun).
+   waits on the same operation. Once the video is downloaded its bytes are kept beside the
+   state (`<digest>.mp4`, as they came) before it is `done`, with its outcome; a rerun of a
+   `done` one (a forced rerun, outputs deleted) replays the kept bytes or the recorded
+   reason and asks the provider nothing (a state from before the bytes were kept downloads
+   the provider's copy again while it lasts).
 3. A `submitting` left behind (the job died while the request was out, so nobody knows
    whether the provider took it) or an operation the provider no longer knows (expired)
    stops the job with a message; only `resubmit` (the user's `video_api.resubmit: true`)
@@ -34,6 +38,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+from vgi_models.state import write_atomic
 from workflow_scripts.common.files import OutdirFileError, read_json, write_json
 from workflow_scripts.common.http import ServiceError
 from workflow_scripts.paid.retry import BACKOFF_S, sent_again_if_not_taken
@@ -94,8 +99,9 @@ def read_state(path: Path) -> dict | None:
 class Operation:
     """The operation of one instance: `state` is its file's content (None: never asked)."""
 
-    def __init__(self, path: Path, provider, resubmit: bool = False) -> None:
+    def __init__(self, path: Path, provider=None, resubmit: bool = False) -> None:
         self.path, self.provider, self.resubmit = Path(path), provider, resubmit
+        self.kept = self.path.with_suffix(".mp4")  # the video's bytes, as downloaded
         self.state = read_state(self.path)
         self.submissions = 0  # by this attempt
 
@@ -103,23 +109,38 @@ class Operation:
         self.state = state
         write_json(self.path, state, indent=1)
 
-    def run(self, image: Path, prompt: str, on_submit: Callable[[str], None], poll_s: float,
-            timeout_s: float) -> Outcome:  # fmt: skip
-        """The finished operation's outcome, submitting first only where allowed."""
+    def settled(self) -> Outcome | None:
+        """The outcome known without the provider (`provider` may be None): a `done`
+        operation's as kept, unless `resubmit` forces a refused or failed one; None where
+        the provider must be asked. A submission cut off (`submitting`) stops here
+        (`NotResumable`) without `resubmit`."""
         status = self.state and self.state["status"]
         if status == "submitting" and not self.resubmit:
             raise NotResumable(
                 f"a submission started at {self.state['since']} never got its operation id "
-                "back (the job ended while the request was out): the provider may have taken "
-                "it. Check the provider's console; set video_api.resubmit: true to submit again"
+                "back (the job ended while the request was out, or no answer came)"
             )
-        retry = status == "done" and self.state["outcome"] != "ok" and self.resubmit
-        if status in (None, "submitting") or retry:  # retry: a refused or failed one, forced
+        if status != "done" or (self.resubmit and self.state["outcome"] != "ok"):
+            return None
+        if self.state["outcome"] == "ok" and not self.kept.exists():
+            return None  # a state from before the bytes were kept: the provider's copy
+        log.info("operation %s done: its outcome as kept, no request", self.state["operation"])
+        if self.state["outcome"] != "ok":
+            return Outcome(reason=self.state["outcome"])
+        return Outcome(video=self.kept.read_bytes())
+
+    def run(self, image: Path, prompt: str, on_submit: Callable[[str], None], poll_s: float,
+            timeout_s: float) -> Outcome:  # fmt: skip
+        """The finished operation's outcome: the one kept (`settled`), else submitting
+        first only where allowed, and waiting."""
+        if kept := self.settled():
+            return kept
+        status = self.state and self.state["status"]
+        forced = status == "done" and self.state["outcome"] != "ok"  # `settled` let it through
+        if status in (None, "submitting") or forced:
             refused = self._submit(image, prompt, on_submit)
             if refused:
                 return refused
-        elif self.state["operation"] is None:  # refused at submission, rerun: the same answer
-            return Outcome(reason=self.state["outcome"])
         else:
             log.info("resuming operation %s (%s)", self.state["operation"], status)
         try:
@@ -135,6 +156,8 @@ class Operation:
                 "operation %s unknown (%s): submitting again", self.state["operation"], error
             )
             outcome = self._submit(image, prompt, on_submit) or self._wait(poll_s, timeout_s)
+        if outcome.ok:
+            write_atomic(self.kept, lambda out: out.write(outcome.video))
         self._save(**self.state | {"status": "done", "finished_at": now(),
                                    "outcome": "ok" if outcome.ok else outcome.reason})  # fmt: skip
         return outcome

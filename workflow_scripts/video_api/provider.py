@@ -23,28 +23,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workflow_scripts.common.http import (
-    Answer,
-    ServiceError,
-    answer_of,
-    may_have_been_taken,
-    request_hooks,
-    retry_after,
-)
+from workflow_scripts.common.http import Answer, ServiceError, answer_of, request_hooks
 from workflow_scripts.common.keys import IMPORT_VIDEOS
-from workflow_scripts.paid.errors import Refused, Retry
+from workflow_scripts.paid.errors import Refused, Retry, error_answer, reason_of
 from workflow_scripts.paid.inputs import data_uri, image_mime, image_payload
 from workflow_scripts.paid.settings import Setting, SettingChecks
 
 __all__ = [
-    "Outcome", "Refused", "RetiredModel", "Retry", "Setting", "SettingChecks", "UnknownOperation",
-    "VideoProvider", "data_uri", "image_mime", "image_payload",
+    "TIMEOUT_S", "Outcome", "Refused", "RetiredModel", "Retry", "Setting", "SettingChecks",
+    "UnknownOperation", "VideoProvider", "data_uri", "image_mime", "image_payload",
 ]  # fmt: skip
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
     import pandas as pd
 
 ASPECT_TOLERANCE = 0.02  # relative: 1280x720 and 1920x1088 both fit 16:9
+TIMEOUT_S = 120.0  # video_api.timeout_s's default: seconds one request's answer may take
 
 
 @dataclass(frozen=True)
@@ -124,7 +118,7 @@ class VideoProvider(SettingChecks, ABC):
 
     # -- the instance: one job's client ----------------------------------------------------
 
-    def __init__(self, spec, key: str, pace=None, timeout_s: float = 120.0) -> None:
+    def __init__(self, spec, key: str, pace=None, timeout_s: float = TIMEOUT_S) -> None:
         self.model_id, self.generation = spec.model_id, spec.generation
         self.pace, self.submissions_sent = pace, 0
         self.connect(key, spec.base_url, request_hooks(self._submitting, self.submits), timeout_s)
@@ -164,14 +158,10 @@ class VideoProvider(SettingChecks, ABC):
                   known_id: bool = False) -> Exception:  # fmt: skip
         """The exception for an HTTP error answer; `known_id`: the request was about an
         operation this job submitted, so a 404 says the provider no longer knows it. A 5xx
-        is `Retry` unsure (`may_have_been_taken`): a submission answered so is never sent
+        is `Retry` unsure (`paid.errors.error_answer`): a submission answered so is never sent
         again on its own; a poll so answered is polled again."""
-        reason = f"HTTP {status}{f' {code}' if code else ''}: {message}"[:300]
-        answer = answer_of(status, message)
         if self.retired(status, code):
-            return RetiredModel(self.model_id, reason)
-        if answer is Answer.RETRY:
-            return Retry(reason, retry_after(headers, message), may_have_been_taken(status))
-        if answer is Answer.NOT_FOUND and known_id:
-            return UnknownOperation(reason)
-        return ServiceError(reason)
+            return RetiredModel(self.model_id, reason_of(status, message, code))
+        if known_id and answer_of(status, message) is Answer.NOT_FOUND:
+            return UnknownOperation(reason_of(status, message, code))
+        return error_answer(status, message, headers, code)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from workflow_scripts.common.http import registered
-from workflow_scripts.video_api.provider import VideoProvider
+from workflow_scripts.video_api.provider import TIMEOUT_S, VideoProvider
 
 if TYPE_CHECKING:  # pandas only for the hints: the jobs never load it
     import pandas as pd
@@ -30,8 +30,9 @@ def provider_class(name: str) -> type[VideoProvider]:
     return registered("workflow_scripts.video_api", PROVIDERS, name, "Provider")
 
 
-def open_provider(spec, key: str, pace=None, timeout_s: float = 120.0) -> VideoProvider:
-    """The client of API model `spec` (a registry ModelSpec): its SDK imported now."""
+def open_provider(spec, key: str, pace=None, timeout_s: float = TIMEOUT_S) -> VideoProvider:
+    """The client of API model `spec` (a registry ModelSpec): its SDK imported now, each
+    request's answer waited for `timeout_s` (video_api.timeout_s)."""
     return provider_class(spec.provider)(spec, key, pace, timeout_s)
 
 

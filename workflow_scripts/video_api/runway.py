@@ -36,6 +36,8 @@ REFUSAL = "SAFETY."  # the failure codes of content moderation (inputs and outpu
 class Provider(VideoProvider):
     """Runway's Gen-4.5 (image to video): image_to_video.create's parameters."""
 
+    CONSOLE = "https://dev.runwayml.com (Usage)"
+
     SETTINGS = {
         "ratio": Setting(str, RATIOS, required=True),  # the video's width:height in pixels
         "duration": Setting(int, tuple(range(2, 11)), required=True),

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.common.http import ServiceError, ark_client
+from workflow_scripts.common.http import ServiceError
+from workflow_scripts.paid.clients import ark_client
 from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.video_api.provider import (
     Outcome,
@@ -39,6 +40,8 @@ SIZES = {  # width x height by resolution, in the order of RATIOS, as ModelArk d
 
 class Provider(VideoProvider):
     """BytePlus ModelArk's Seedance 2.0 (image to video): tasks.create's parameters."""
+
+    CONSOLE = "https://console.byteplus.com/ark (Billing, Bills)"
 
     SETTINGS = {
         "ratio": Setting(str, RATIOS, required=True),

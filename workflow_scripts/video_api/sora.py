@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from workflow_scripts.common.http import openai_client
+from workflow_scripts.paid.clients import openai_client
 from workflow_scripts.video_api.provider import Outcome, Retry, Setting, VideoProvider
 
 REFUSALS = ("moderation", "policy")  # in a failed video's error code: a refusal
@@ -21,6 +21,8 @@ LARGE = ("1792x1024", "1024x1792")  # sora-2-pro only
 
 class Provider(VideoProvider):
     """OpenAI's Sora 2: videos.create's parameters."""
+
+    CONSOLE = "https://platform.openai.com/usage"
 
     SETTINGS = {
         "size": Setting(str, ("1280x720", "720x1280", "1792x1024", "1024x1792"), required=True),

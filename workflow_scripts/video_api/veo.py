@@ -25,6 +25,8 @@ HEIGHTS = {"720p": 720, "1080p": 1080}
 class Provider(VideoProvider):
     """Vertex AI's Veo 3.1 (image to video): GenerateVideosConfig's fields."""
 
+    CONSOLE = "https://console.cloud.google.com/billing (Vertex AI, Reports)"
+
     SETTINGS = {
         "aspect_ratio": Setting(str, ("16:9", "9:16"), required=True),
         "resolution": Setting(str, tuple(HEIGHTS)),

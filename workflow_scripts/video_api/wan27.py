@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.common.http import dashscope_client, dashscope_refusal
+from workflow_scripts.paid.clients import dashscope_client, dashscope_refusal
 from workflow_scripts.paid.download import LinkGone, fetch
 from workflow_scripts.video_api.provider import (
     Outcome,
@@ -52,6 +52,8 @@ def reason(code: str | None, message: str | None) -> str:
 class Provider(VideoProvider):
     """Alibaba's Wan 2.7 image to video: the media protocol's parameters (and its
     `negative_prompt`, an input field)."""
+
+    CONSOLE = "https://modelstudio.console.alibabacloud.com (Billing, Usage)"
 
     SETTINGS = {
         "resolution": Setting(str, tuple(FRAMES), required=True),

@@ -39,6 +39,7 @@ class Script:
 REFUSED = Script(refuse="output")
 PROMPT_BLOCKED = Script(refuse="prompt")
 JPEG = Script(format="JPEG")
+BROKEN = Script(format="broken")  # a reply whose image does not decode (a billed failure)
 
 
 def throttled(retry_s: float = 1.0) -> Script:
@@ -51,7 +52,10 @@ def slow(seconds: float) -> Script:
 
 
 def made_image(source: bytes, size: tuple[int, int], image_format: str) -> bytes:
-    """The double's generated image: `source` with its colours inverted, at `size`."""
+    """The double's generated image: `source` with its colours inverted, at `size` (a PNG
+    signature and no image where `image_format` is BROKEN's)."""
+    if image_format == BROKEN.format:
+        return b"\x89PNG\r\n\x1a\nbroken"
     picture = ImageOps.invert(Image.open(io.BytesIO(source)).convert("RGB")).resize(size)
     out = io.BytesIO()
     picture.save(out, format=image_format)

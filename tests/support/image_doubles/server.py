@@ -5,7 +5,8 @@ speaks each provider's protocol as its real SDK sends it, so that the SDKs run u
 against it (the registry entry's `base_url`: `fake.base_url(provider)`). Each protocol is
 one module of this package (`base.Protocol`: routes, key, parsing, replies, errors).
 
-Each request takes the next scripted answer (`script`), else a normal reply: the input
+Each request takes the answer set for its input image (`by_image`: the same every time),
+else the next scripted answer (`script`), else a normal reply: the input
 image made into another (its colours inverted, at the asked-for aspect, small so that
 tests stay fast). A wrong key is HTTP 401. Every request is recorded (`sent`: the prompt,
 the input image's bytes and the settings as the SDK sent them, the key). A protocol whose
@@ -37,6 +38,7 @@ class FakeImageAPI:
         self.files: dict[str, bytes] = {}  # a hosted image's path -> its bytes
         self.fetches = 0
         self._scripts: deque[Script] = deque()
+        self.by_image: dict[bytes, Script] = {}  # an input image's bytes -> its answer
         self._lock = threading.Lock()
         for protocol in self.protocols.values():
             protocol.host = self._host
@@ -104,7 +106,9 @@ class FakeImageAPI:
         sent.key = protocol.key(handler.headers)
         with self._lock:
             self.sent.append(sent)
-            script = self._scripts.popleft() if self._scripts else Script()
+            script = self.by_image.get(sent.image) or (
+                self._scripts.popleft() if self._scripts else Script()
+            )
         if sent.key != self.api_key:
             script = Script(status=401, message="API key not valid. Please pass a valid key.")
         time.sleep(script.delay)
