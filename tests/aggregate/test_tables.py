@@ -535,3 +535,18 @@ def test_vs_paper_sets_each_printed_number_beside_the_run(run, built):
     assert table.loc[("15", "main"), ["run", "difference"]].tolist() == pytest.approx(
         [0.9, 0.9 - 0.815]
     )
+    # Table 13 from a subset: full run: a model's half at level avg; the mean over the run's
+    # models that name one of the five rows
+    stability = pd.DataFrame(
+        {"model": [M, M, V], "level": ["avg", "1", "avg"], "final_half": [0.25, 0.5, 0.75]}
+        | {"n_full": [6, 3, 7]}
+    )
+    thirteen = paper.iloc[[7]].assign(row="wan2_2_i2v")
+    mean = thirteen.assign(row="mean")
+    both = vs_paper(
+        pd.concat([thirteen, mean, paper.iloc[[7]]]), {"subset_stability": stability},
+        run.results, rows, tables.VBVR_PAIRS,
+    ).set_index("paper_row")  # fmt: skip
+    assert both.loc["wan2_2_i2v", ["model", "run", "n"]].tolist() == [M, 25.0, 6]
+    assert both.loc["mean", ["model", "run", "n"]].tolist() == ["mean", 25.0, 1]  # M alone
+    assert both.loc["kling_v3_0", "note"] == "no model of this run names paper_row 'kling_v3_0'"
