@@ -17,7 +17,7 @@ that table has none); Tables 3/14 `judge_reliability`, Table 15 its `by_slice`; 
 model's value minus its base model's (`VBVR_PAIRS`): Table 5's from `overlap_groups`, the
 others' CI from resampling each model's instances apart.
 
-`n` counts what the run's value averages (instances; tasks in Table 5; step pairs in
+`n` counts what the run's value averages (instances; tasks in Table 5; labelled pairs in
 Table 7; preference pairs in Tables 3, 14, 15); for Tables 2, 11 and 12, `selected` counts
 the run's selected instances of the cell and `missing` those a model made elsewhere lacks
 a file of (tables/coverage.csv)."""
@@ -44,7 +44,6 @@ BY_MODEL = {
     "11": ("metrics_by_domain_level", "domain"),
     "12": ("strict_success", "domain"),
     "5": ("overlap_groups", "group"),
-    "13": ("subset_stability", None),
 }
 JUDGE_TABLES = {"3": "judge_reliability", "14": "judge_reliability", "15": "by_slice"}
 NOT_RUN = {
@@ -85,7 +84,7 @@ def vs_paper(
         linked = _linked(number, models, tables)
         for model in linked or [None]:
             value = _value(number, model, run)
-            note = value.pop("note", None) or _why_not(number, models, tables, linked)
+            note = value.pop("note", None) or _why_not(number, tables, linked)
             if model and "run" not in value and not note:
                 note = "the run has no instance of this cell"
             out.append(
@@ -129,7 +128,7 @@ def _linked(number, models, tables) -> list[str]:
     return models.get(number["row"], [])
 
 
-def _why_not(number, models, tables, linked) -> str:
+def _why_not(number, tables, linked) -> str:
     """Why a paper number has no run value ("" when it has one)."""
     if linked:
         return ""
@@ -161,8 +160,7 @@ def _value(number, model, run) -> dict:
         if table == "15":
             cell = cell[cell["slice"] == number["cell"]]
         scale = 1.0 if metric == "auc" else 100.0
-        found = _cell(cell, metric, scale, ("_lo", "_hi"), count="n_pairs")
-        return found
+        return _cell(cell, metric, scale, ("_lo", "_hi"), count="n_pairs")
     if table == "13":
         return _stability(tables["subset_stability"], model, metric, run.table13)
     if metric == "delta" and table in ("6", "D.3"):
