@@ -67,7 +67,7 @@ def write_config(tmp: Path, tasks: int | None) -> Path:
             "root": str(tmp / "bench_data"),
             "taxonomy": str(TAXONOMY),
             "overlap": str(OVERLAP),
-            "paper_table": str(REPO / "tasks/paper_table2.csv"),
+            "paper_table": str(REPO / "tasks/paper_tables.csv"),
             "paper_image_table": str(REPO / "tasks/paper_table4.csv"),
             "subset": "half",
             "tasks": names[:tasks] if tasks else "all",

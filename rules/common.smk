@@ -62,7 +62,7 @@ try:
     STUDY = load_study(config, REGISTRY, image_cache=".snakemake/vgi_image_check.json")
     CHECKPOINTS = checkpoint_steps(config, STUDY)  # judged too: judge.checkpoints
     TRANSITIONS = load_transitions(config, STUDY)
-    # the models that name a row of the paper's Table 2 (tables/vs_paper.csv)
+    # the models that name a row of the paper's tables (tables/vs_paper.csv)
     PAPER_ROWS = paper_rows(REGISTRY, list(STUDY.models))
     # What determines each VLM rule's answers, its prompt templates included (per rule:
     # a template edit reruns only the rule whose calls read it).

@@ -2,14 +2,23 @@ from workflow_scripts.aggregate.sensitivity import CONDITION_TABLES
 from workflow_scripts.aggregate.tables import TABLES, VBVR_PAIRS
 
 # The sensitivity tables a run asks for: conditions (conditions:), seeds (seeds:),
-# Table 13's half against full (subset: full); and the paper's Table 2 beside the models
-# that name its rows (`paper_row`).
+# Table 13's half against full (subset: full); and every number the paper prints beside
+# the run's own (vs_paper).
 STUDY_TABLES = [
     *(CONDITION_TABLES if STUDY.conditions else []),
     *(["seed_variance"] if STUDY.seeds else []),
     *(["subset_stability"] if config["benchmark"]["subset"] == "full" else []),
-    *(["vs_paper"] if PAPER_ROWS else []),
+    "vs_paper",
 ]
+# With human preferences, vs_paper sets the judges' agreement beside Tables 3, 14 and 15.
+RELIABILITY_TABLES = (
+    {
+        "reliability": f"{OUT}/tables/judge_reliability.csv",
+        "reliability_by_slice": f"{OUT}/tables/judge_reliability_by_slice.csv",
+    }
+    if RELIABILITY["preferences"] or ranking_files(None)
+    else {}
+)
 
 
 # How much of the selection each model made elsewhere (`source: videos|images`) holds a
@@ -35,7 +44,8 @@ rule coverage:
 
 rule tables:
     input:
-        **({"paper_table": config["benchmark"]["paper_table"]} if PAPER_ROWS else {}),
+        **RELIABILITY_TABLES,
+        paper_table=config["benchmark"]["paper_table"],
         scores=rules.judge_all.input,
         transitions=rules.transitions_all.input,
         selected=f"{OUT}/instances/selected.csv",
@@ -88,7 +98,7 @@ rule plots:
             if STUDY.conditions
             else {}
         ),
-        **({"vs_paper": rules.tables.output.vs_paper} if PAPER_ROWS else {}),
+        vs_paper=rules.tables.output.vs_paper,
         final_by_domain_level=rules.tables.output.final_by_domain_level,
         skills=rules.tables.output.skills,
         transitions=rules.tables.output.transitions,
@@ -104,16 +114,10 @@ rule plots:
             if STUDY.conditions
             else {}
         ),
-        **(
-            {
-                "vs_paper": report(
-                    f"{OUT}/plots/vs_paper.png",
-                    caption="../report/vs_paper.rst",
-                    category="Plots",
-                )
-            }
-            if PAPER_ROWS
-            else {}
+        vs_paper=report(
+            f"{OUT}/plots/vs_paper.png",
+            caption="../report/vs_paper.rst",
+            category="Plots",
         ),
         final_heatmap=report(
             f"{OUT}/plots/final_heatmap.png",

@@ -162,13 +162,14 @@ def test_the_typed_table_4_reads_and_each_avg_is_the_mean_of_its_levels():
 
 
 def test_the_reader_names_each_tables_key_and_columns():
-    table2 = read_paper_table(REPO / "tasks" / "paper_table2.csv")  # Table 2: the default
-    assert table2.loc["sora2", "overall"] == 36.7
+    tables = read_paper_table(REPO / "tasks" / "paper_tables.csv")  # the video tables: default
+    sora = tables.query("table == '2' and row == 'sora2' and cell == 'overall'")
+    assert sora["value"].tolist() == [36.7]
     with pytest.raises(
-        ValueError, match=r"benchmark\.paper_image_table .* lacks avg, easy, mid, hard"
+        ValueError, match=r"benchmark\.paper_image_table .* lacks type, avg, easy, mid, hard"
     ):
-        read_paper_table(REPO / "tasks" / "paper_table2.csv", TABLE4)
-    with pytest.raises(ValueError, match=r"^benchmark\.paper_table .* lacks overall$"):
+        read_paper_table(REPO / "tasks" / "paper_tables.csv", TABLE4)
+    with pytest.raises(ValueError, match=r"^benchmark\.paper_table .* lacks table, section, "):
         read_paper_table(PAPER4)
 
 

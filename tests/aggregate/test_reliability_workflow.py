@@ -165,6 +165,10 @@ def test_variants_judged_with_the_cache_and_nothing_left_to_do(run):
     assert "tables/judge_agreement.csv" in everything.stdout
     left = jobs(everything.stdout)
     assert not {"judge", "judge_variant", "judge_reliability", "judge_agreement"} & set(left)
+    # with human preferences, tables/vs_paper.csv sets the judges beside Tables 3, 14, 15
+    tables_inputs = re.search(r"rule tables:\n\s+input: (.*)", everything.stdout).group(1)
+    assert "tables/judge_reliability.csv" in tables_inputs
+    assert "tables/judge_reliability_by_slice.csv" in tables_inputs
 
 
 def test_the_rule_writes_the_hand_computed_case(run):

@@ -32,10 +32,12 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.support.workflow import REPO
 from workflow_scripts.aggregate import plots, tables
 from workflow_scripts.aggregate.collect import collect, instance_table
 from workflow_scripts.aggregate.jobs import tables_job
 from workflow_scripts.aggregate.plots import plots_job
+from workflow_scripts.aggregate.vs_paper import vs_paper
 from workflow_scripts.common import layout
 from workflow_scripts.judge import drift
 
@@ -428,15 +430,17 @@ class Named(dict):
 
 def write_tables(root: Path, outdir: Path, folder: Path, judge: str) -> dict[str, str]:
     """Rule `tables`' job on the run at `outdir` under `judge`: the tables' paths by name."""
-    table_paths = {name: str(folder / f"{name}.csv") for name in tables.TABLES}
+    table_paths = {name: str(folder / f"{name}.csv") for name in [*tables.TABLES, "vs_paper"]}
     inputs = {
         "scores": [],
         "transitions": ["x"],
         "selected": str(root / "selected.csv"),
         "taxonomy": str(root / "taxonomy.yaml"),
         "overlap": str(root / "overlap.yaml"),
+        "paper_table": str(REPO / "tasks" / "paper_tables.csv"),
     }
     params = {"models": [M, V, L], "vbvr_pairs": tables.VBVR_PAIRS, "pool": [M, V]}
+    params["paper_rows"] = {M: "wan2_2_i2v", V: "vbvr_wan2_2"}
     tables_job(
         SimpleNamespace(
             input=Named(inputs),
@@ -470,9 +474,7 @@ def test_jobs_write_every_table_and_plot(run, tmp_path):
         "the release's task_names.yaml tags 2 tasks planning, the paper's Table 9 counts 12: "
         "the release's tags are used"
     )
-    plot_paths = {
-        name: str(tmp_path / f"{name}.png") for name in ("final_heatmap", "skills", "transitions")
-    }
+    plot_paths = {name: str(tmp_path / f"{name}.png") for name in plots.PLOTS}
     plots_job(SimpleNamespace(input=Named(table_paths), output=Named(plot_paths),
                               log=[str(tmp_path / "logs" / "plots.log")]))  # fmt: skip
     assert all(Path(path).stat().st_size > 1000 for path in plot_paths.values())
@@ -516,3 +518,75 @@ def test_the_skill_table_says_in_one_line_where_the_release_and_table_9_differ(r
     assert (planning.tasks, planning.paper_tasks, planning.note) == (12, 12, "")
     assert {counts[t] for t in ("temporal", "affordance", "topology")} == {4, 2}
     assert "note" not in tables.skills(run.results).columns  # no taxonomy given: as before
+
+
+def test_vs_paper_sets_each_printed_number_beside_the_run(run, built):
+    """Hand-worked: the run's value of each kind of paper number, x 100 where the paper's
+    is a percent, and a note where the run has none."""
+    columns = ["table", "section", "row", "name", "cell", "level", "metric", "value"]
+    printed = [
+        ("2", "dA", "wan2_2_i2v", "Wan2.2", "dA", "easy", "final", 40.0),
+        ("6", "domain (top)", "vbvr_wan2_2", "VBVR", "overall", "avg", "delta", 19.7),
+        ("D.3", "Non-overlap", "wan2_2_i2v", "Wan2.2", "t3", "avg", "final", 30.6),
+        ("5", "Overlap", "vbvr_wan2_2", "VBVR", "overlap", "avg", "delta", 40.5),
+        ("7", "step pair 1→2", "pool", "pooled", "1→2", "avg", "stable", 17.9),
+        ("12", "Overall", "human", "Human", "overall", "avg", "strict_success", 97.1),
+        ("2", "Overall", "sora2", "Sora 2", "overall", "avg", "final", 36.7),
+        ("13", "6 tasks", "kling_v3_0", "Kling", "six_tasks", "avg", "final_half", 33.2),
+        ("3", "judge design", "main", "Main", "all", "avg", "pairwise_accuracy", 73.2),
+        ("15", "skill (bottom)", "main", "Main", "planning", "avg", "auc", 0.815),
+    ]
+    paper = pd.DataFrame(printed, columns=columns).assign(source="paper", note="")
+    rows = {M: "wan2_2_i2v", V: "vbvr_wan2_2"}
+    selected = run.results.drop_duplicates("instance").set_index("instance")[["domain", "level"]]
+
+    def compare(extra=None):
+        return vs_paper(
+            paper, built | (extra or {}), run.results, rows, tables.VBVR_PAIRS, selected=selected
+        ).set_index(["table", "paper_row"])
+
+    table = compare()
+    assert len(table) == len(printed)  # one row each: no two run models share a paper row
+    easy = table.loc[("2", "wan2_2_i2v")]  # M's dA level 1: 0.5, 0.5 (t2's an error)
+    assert (easy.model, easy.run, easy.difference, easy.n) == (M, 50.0, 10.0, 2)
+    assert (easy.selected, easy.missing) == (3, 0)
+    delta = table.loc[("6", "vbvr_wan2_2")]  # V's mean 4.5/7 minus M's 2.75/5
+    assert delta.run == pytest.approx(100 * (4.5 / 7 - 2.75 / 5))
+    assert delta.run_ci_low < delta.run < delta.run_ci_high and delta.n == 12
+    assert table.loc[("D.3", "wan2_2_i2v"), ["run", "n"]].tolist() == [37.5, 2]  # 0, 0.75
+    overlap = table.loc[("5", "vbvr_wan2_2")]  # t1 only: 2.5/3 - 2/3 (t2 has no M score)
+    assert (overlap.run, overlap.n) == (pytest.approx(100 / 6), 1)
+    pool = table.loc[("7", "pool")]
+    assert (pool.model, pool.run) == ("all", 40.0)  # 2 of 5 labels stable: M's pairs 1→2
+    assert pd.isna(table.loc[("12", "human"), "model"])
+    assert table.loc[("2", "sora2"), "note"] == "no model of this run names paper_row 'sora2'"
+    assert pd.isna(table.loc[("2", "sora2"), "run"])
+    assert table.loc[("13", "kling_v3_0"), "note"].startswith("Table 13 needs a benchmark.subset")
+    assert table.loc[("3", "main"), "note"].startswith("no human preferences in this run")
+    judges = pd.DataFrame(
+        {"judge": ["main"], "auc": [0.7], "auc_lo": [0.6], "auc_hi": [0.8], "n_pairs": [40]}
+        | {"pairwise_accuracy": [0.65], "pairwise_accuracy_lo": [0.5]}
+        | {"pairwise_accuracy_hi": [0.8]}
+    )
+    by_slice = judges.assign(slice_kind="skill", slice="planning", auc=0.9)
+    table = compare({"judge_reliability": judges, "by_slice": by_slice})
+    accuracy = table.loc[("3", "main")]
+    assert [accuracy.run, accuracy.run_ci_low, accuracy.n] == [65.0, 50.0, 40]
+    assert table.loc[("15", "main"), ["run", "difference"]].tolist() == pytest.approx(
+        [0.9, 0.9 - 0.815]
+    )
+    # Table 13 from a subset: full run: a model's half at level avg; the mean over the run's
+    # models that name one of the five rows
+    stability = pd.DataFrame(
+        {"model": [M, M, V], "level": ["avg", "1", "avg"], "final_half": [0.25, 0.5, 0.75]}
+        | {"n_full": [6, 3, 7]}
+    )
+    thirteen = paper.iloc[[7]].assign(row="wan2_2_i2v")
+    mean = thirteen.assign(row="mean")
+    both = vs_paper(
+        pd.concat([thirteen, mean, paper.iloc[[7]]]), {"subset_stability": stability},
+        run.results, rows, tables.VBVR_PAIRS,
+    ).set_index("paper_row")  # fmt: skip
+    assert both.loc["wan2_2_i2v", ["model", "run", "n"]].tolist() == [M, 25.0, 6]
+    assert both.loc["mean", ["model", "run", "n"]].tolist() == ["mean", 25.0, 1]  # M alone
+    assert both.loc["kling_v3_0", "note"] == "no model of this run names paper_row 'kling_v3_0'"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pandas as pd
+
 from workflow_scripts.aggregate import sensitivity
 from workflow_scripts.aggregate.collect import VERSION, collect, instance_table
 from workflow_scripts.aggregate.coverage import records_frame
@@ -62,20 +64,27 @@ def tables_job(smk) -> None:
             tables |= sensitivity.conditions(every, covered)
         if "seed_variance" in wanted:
             tables["seed_variance"] = sensitivity.seed_variance(every)
-        if "vs_paper" in wanted:
-            paper = read_paper_table(smk.input.paper_table)
-            tables["vs_paper"] = vs_paper(
-                averaged,
-                params.paper_rows,
-                paper,
-                selected=instances["domain"],
-                missing=records_frame(getattr(params, "coverage", [])),
-            )
-            sources["vs_paper"] = main[main["model"].isin(params.paper_rows)]
         if "subset_stability" in wanted:
             tables["subset_stability"] = sensitivity.subset_stability(
                 every, instances, params.subset_seed
             )
+        if "vs_paper" in wanted:
+            reliability = {  # Tables 3, 14, 15: the judges against people, where the run has them
+                name: pd.read_csv(path)
+                for name, path in (("judge_reliability", smk.input.get("reliability")),
+                                   ("by_slice", smk.input.get("reliability_by_slice")))
+                if path
+            }  # fmt: skip
+            tables["vs_paper"] = vs_paper(
+                read_paper_table(smk.input.paper_table),
+                tables | reliability,
+                averaged,
+                params.paper_rows,
+                params.vbvr_pairs,
+                selected=instances[["domain", "level"]],
+                missing=records_frame(getattr(params, "coverage", [])),
+            )
+            sources["vs_paper"] = main[main["model"].isin(params.paper_rows)]
         for name, table in tables.items():
             reported = sources.get(name, main)[VERSION]
             table = tables[name] = with_judge(table, params.judge_model, reported)

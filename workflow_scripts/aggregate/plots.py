@@ -152,20 +152,33 @@ def reliability_bars(table: pd.DataFrame, path: str | Path) -> Figure:
     return _save(fig, path)
 
 
-def paper_bars(table: pd.DataFrame, path: str | Path) -> Figure:
-    """Table 2 beside the paper: each model's final x 100 overall (with its 95% CI) and the
-    paper's published number (vs_paper.csv)."""
-    overall = table[table["domain"] == "overall"]
-    x = np.arange(len(overall))
-    fig = Figure(figsize=(2.5 + 0.9 * max(len(overall), 1), 3.8), layout="constrained")
-    ax = fig.subplots()
-    final = overall["final"].to_numpy(float)
-    error = np.nan_to_num([final - overall["final_ci_low"], overall["final_ci_high"] - final])
-    ax.bar(x - 0.2, final, 0.4, yerr=error, capsize=2, label="this run")
-    ax.bar(x + 0.2, overall["paper"].to_numpy(float), 0.4, label="paper (Table 2)")
-    ax.set_xticks(x, overall["paper_name"], rotation=30, ha="right")
-    ax.set(ylabel="final x 100", ylim=(0, 100))
-    ax.legend(fontsize="small")
+def paper_scatter(table: pd.DataFrame, path: str | Path) -> Figure:
+    """Every paper table beside the run (vs_paper.csv): a panel per table, the paper's
+    number across, the run's with its 95% CI up, the diagonal where they agree; a table
+    without any run value says so in its panel."""
+    table = table.astype({"table": str})
+    names = list(dict.fromkeys(table["table"]))
+    columns = 4
+    rows = -(-len(names) // columns)
+    fig = Figure(figsize=(3.2 * columns, 3.0 * rows), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax, name in zip(axes, names, strict=False):
+        cells = table[table["table"] == name]
+        both = cells.dropna(subset=["run"])
+        title = f"{'Table' if name.isdigit() else 'Appendix'} {name}"
+        ax.set_title(f"{title} ({len(both)} of {len(cells)} numbers)", fontsize="small")
+        if both.empty:
+            ax.text(0.5, 0.5, "no counterpart\nin this run", ha="center", va="center")
+            ax.set_xticks([]), ax.set_yticks([])
+            continue
+        x, y = both["paper"].to_numpy(float), both["run"].to_numpy(float)
+        error = np.nan_to_num([y - both["run_ci_low"], both["run_ci_high"] - y])
+        ax.errorbar(x, y, yerr=error, fmt="o", ms=3, lw=0.6, capsize=1.5)
+        low, high = min(x.min(), y.min(), 0.0), max(x.max(), y.max(), 1.0)
+        ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--")
+        ax.set(xlabel="paper", ylabel="this run")
+    for ax in axes[len(names) :]:
+        ax.set_axis_off()
     return _save(fig, path)
 
 
@@ -207,6 +220,7 @@ PLOTS = {
     "final_heatmap": ("final_by_domain_level", final_heatmap),
     "skills": ("skills", skill_bars),
     "transitions": ("transitions", transition_bars),
+    "vs_paper": ("vs_paper", paper_scatter),
 }
 
 
@@ -218,5 +232,3 @@ def plots_job(smk) -> None:
         if smk.output.get("conditions"):
             tables = (read_csv(smk.input[name], TABLE_FIX) for name in CONDITION_TABLES)
             condition_bars(*reversed(list(tables)), smk.output["conditions"])
-        if smk.output.get("vs_paper"):
-            paper_bars(read_csv(smk.input.vs_paper, TABLE_FIX), smk.output["vs_paper"])

@@ -39,11 +39,12 @@ TABLES = (
     "transitions",
     "errors",
 )
-# VBVR model -> the base model its LoRA was trained on
+# VBVR model -> the base model its LoRA was trained on (the published generations' too)
 VBVR_PAIRS = {
     "vbvr_wan22": "wan22_i2v_a14b",
     "vbvr_wan21": "wan21_i2v_14b",
     "vbvr_ltx23": "ltx23_i2v",
+    "paper_vbvr_wan2_2": "paper_wan2_2_i2v",
 }
 
 
