@@ -21,6 +21,7 @@ from workflow_scripts.common.files import OutdirFileError
 from workflow_scripts.common.outdir import OutdirLock, OutdirLockError
 from workflow_scripts.common.keys import missing_key_error
 from workflow_scripts.common.layout import (
+    BATCH_RULE,
     DEFAULT_CONDITION,
     RESUME,
     STAGES,
@@ -134,7 +135,7 @@ def batches_of(key):
 # The batch rules (rules/generate.smk): their names, each run's batches in order; a run
 # whose model has no `resources.batch` over 1 has a `generate` job per instance.
 BATCHES = {
-    "_".join(["generate_batch", re.sub(r"\W", "_", key), str(number)]): (key, members)
+    "_".join([BATCH_RULE, re.sub(r"\W", "_", key), str(number)]): (key, members)
     for key in PIPELINE_RUNS
     if STUDY.models[RUNS[key][0]].resources.get("batch", 1) > 1
     for number, members in enumerate(batches_of(key))
