@@ -70,7 +70,6 @@ for name, (key, members) in BATCHES.items():
             "../envs/inference.yaml"
         threads: spec_resources.get("threads", 1)
         resources:
-            **workflow.resource_settings.overwrite_resources.get("generate", {}),
             gpu=spec_resources.get("gpu", 1),
             mem_mb=spec_resources.get("mem_mb", 16000),
             runtime=spec_resources.get("runtime", 60) * len(members),
@@ -83,6 +82,11 @@ for name, (key, members) in BATCHES.items():
             "--model {params.run} --settings {params.settings:q} --threads {threads} "
             "--image {input.image:q} --prompt {params.prompt:q} --video {output.video:q} "
             "> {log:q} 2>&1"
+
+    # where the profile sends `generate` (its set-resources: the partition, the signal)
+    getattr(rules, name).rule.resources.update(
+        workflow.resource_settings.overwrite_resources.get("generate", {})
+    )
 
 
 # A video API model (`source: api`) makes the same target through its provider's SDK: no
