@@ -1,7 +1,7 @@
 """A batch job (`resources.batch`): the real entry of a batch rule on two instances, its
 weights loaded once, each instance's files byte for byte those of the instance's own job; run
 again after Snakemake removed its outputs, it makes only what changed and restores the rest;
-killed mid-batch (a real SIGKILL, `tests.support.cut_off`), it resumes where it was."""
+cut off mid-batch (a real SIGTERM, as SLURM sends), it resumes where it was."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import io
 import json
 import logging
 import os
-import subprocess
-import sys
+import signal
 from pathlib import Path
 from unittest import mock
 
 import pytest
 
 from tests.support.workflow import EXAMPLES, REPO
+from vgi_models.resume import Trajectory
 from workflow_scripts.generate import generate_job
 
 MODEL = "tiny_wan22"
@@ -59,13 +59,6 @@ class Batch:
         finally:
             logging.getLogger("vgi_models").removeHandler(handler)
         return log.getvalue()
-
-    def cut_off(self, nth: int, step: int) -> subprocess.CompletedProcess:
-        """The job as a process of its own, SIGKILLed after `step` of its `nth` instance."""
-        command = [sys.executable, "-m", "tests.support.cut_off", "1", str(step), "KILL", "0"]
-        env = os.environ | self.env() | {"CUT_OFF_INSTANCE": str(nth)}
-        return subprocess.run([*command, "--", *self.options()], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
 
     def removed(self, instances=None) -> None:
         """What Snakemake does before it runs the job again: every output goes."""
@@ -125,20 +118,32 @@ def test_a_batch_loads_once_and_makes_each_instance_as_its_own_job(specs, alone,
     assert job.outputs(INSTANCES[1])["video.mp4"] != alone[INSTANCES[1]][0]["video.mp4"]
 
 
-def test_a_batch_killed_mid_way_resumes_where_it_was(specs, alone, tmp_path):
-    """SIGKILL at step 23 of the second instance: the first is kept, the second's state is
-    at step 20; the rerun (its outputs removed first) restores the first, resumes the second
-    at step 20, both byte for byte as their own jobs make them."""
+def test_a_batch_cut_off_mid_way_resumes_where_it_was(specs, alone, tmp_path, monkeypatch):
+    """SIGTERM (SLURM's before a preemption) after step 23 of the second instance: the job
+    saves that step and exits, the first instance kept; the rerun (its outputs removed
+    first) restores the first and resumes the second at step 23, both byte for byte as
+    their own jobs make them."""
+    stepped, seen = Trajectory._stepped, []
+
+    def stepped_then_signalled(self, pipe, i, t, tensors):
+        reply = stepped(self, pipe, i, t, tensors)
+        seen.extend([] if self in seen else [self])
+        if seen.index(self) == 1 and self.step == 23:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return reply
+
     job = Batch(tmp_path, specs)
-    killed = job.cut_off(2, 23)
-    assert killed.returncode == -9, killed.stderr[-3000:]
+    with monkeypatch.context() as patch, pytest.raises(SystemExit) as cut:
+        patch.setattr(Trajectory, "_stepped", stepped_then_signalled)
+        job.run()
+    assert cut.value.code == 128 + signal.SIGTERM
     assert (job.run_dir(INSTANCES[0]) / "generation.json").exists()
     assert not (job.run_dir(INSTANCES[1]) / "video.mp4").exists()
     job.removed(INSTANCES[:1])  # Snakemake removes a failed job's outputs
 
     log = job.run()
-    assert log.count(": restored from ") == 1 and "resumed at step 20 of 40\n" in log
+    assert log.count(": restored from ") == 1 and "resumed at step 23 of 40\n" in log
     for instance in INSTANCES:
         assert job.outputs(instance) == alone[instance][0]
     attempts = [(a["from_step"], a["steps_computed"]) for a in job.meta(INSTANCES[1])["attempts"]]
-    assert attempts == [(0, 20), (20, 20)]
+    assert attempts == [(0, 23), (23, 17)]

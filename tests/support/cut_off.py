@@ -6,9 +6,7 @@ chosen step, as SLURM or a crash would cut it off, but at a step the test decide
 After the job has finished step STEP of its stage STAGE (1-based; LTX-2.3's second stage is
 2) and taken that step's snapshot, SIGNAL (KILL, TERM, URG) goes to the process: at once when
 DELAY is 0 (nothing more runs under SIGKILL), else DELAY seconds later from a thread, which
-lands inside a following step. In a batch job (`--batch`), the cut falls in the trajectory of
-its CUT_OFF_INSTANCE-th instance made (an environment variable; default 1). Nothing else of
-the job is changed.
+lands inside a following step. Nothing else of the job is changed.
 """
 
 from __future__ import annotations
@@ -30,13 +28,10 @@ def main(argv: list[str]) -> None:
     assert separator == "--", argv
     target, signum, delay = (int(stage) - 1, int(step)), signal.Signals[f"SIG{name}"], float(delay)
     stepped = Trajectory._stepped
-    nth, seen = int(os.environ.get("CUT_OFF_INSTANCE", "1")), []
 
     def stepped_then_signalled(self, pipe, i, t, tensors):
         reply = stepped(self, pipe, i, t, tensors)
-        if self not in seen:
-            seen.append(self)
-        if (self.stage, self.step) == target and seen.index(self) == nth - 1:
+        if (self.stage, self.step) == target:
             if delay:
                 threading.Timer(delay, os.kill, (os.getpid(), signum)).start()
             else:
