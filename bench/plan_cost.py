@@ -20,7 +20,13 @@ judged and labelled (fake documents, 810 instances): the first write (every docu
 read), a write after a job ended (its (model, task) counted again), and a write counting
 every (model, task) again (every document looked at; none changed, so none parsed).
 
-    python bench/plan_cost.py [--repeats N] [--tasks N] [--smoke]
+Batching (`resources.batch`, docs/cluster.md#batches): the plan takes the registry's time
+limit per video until a video is measured, so it changes only once one is. The bench then
+writes, in another outdir, the first `--batch` videos of each GPU video model as measured at
+that limit, of which `--load-s` seconds load the weights, and gives the study's GPU-hours
+left with a job per video and with `--batch` videos a job (the load once per batch).
+
+    python bench/plan_cost.py [--repeats N] [--tasks N] [--batch N] [--load-s S] [--smoke]
 
 `--tasks N` keeps the first N tasks of the taxonomy (`benchmark.tasks`); `--smoke` (CI) is
 `--tasks 1 --repeats 1`: the paper's models over one task's 15 instances.
@@ -32,6 +38,7 @@ then (last line) one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -48,6 +55,7 @@ from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSet
 from workflow_scripts.common.files import write_json
 from workflow_scripts.common.layout import MAIN
 from workflow_scripts.study.documents import LABELS, Study
+from workflow_scripts.study.plan import plan_table
 from workflow_scripts.study.prices import unpriced
 from workflow_scripts.study.status import StatusWriter
 
@@ -127,16 +135,38 @@ def status_write_cost(study: Study, prices: dict) -> dict:
     return {"first_ms": first, "one_job_ms": one, "every_task_ms": cpu_ms(writer.write)}
 
 
+def batched_hours(study: Study, prices: dict, outdir: Path, batch: int, load_s: float) -> dict:
+    """The study's GPU-hours left, a job per video and `batch` videos a job, once the first
+    `batch` videos of each GPU video model are made at the registry's time per video, of
+    which `load_s` load the weights (in `outdir`, apart from the study's)."""
+    study = dataclasses.replace(study, outdir=str(outdir))
+    gpu = [run for run in study.runs.values() if run.on_gpu and run.output == "video"]
+    for run in gpu:
+        seconds = {"load": load_s, "denoise": 60 * run.runtime_min - load_s, "decode": 0}
+        for instance in list(run.instances)[:batch]:
+            write_json(study.generation(run, instance), {"status": "ok", "seconds": seconds})
+    hours = {}
+    for size in (1, batch):
+        sized = {run.key: dataclasses.replace(run, batch=size) for run in gpu}
+        plan = plan_table(dataclasses.replace(study, runs=study.runs | sized), prices)
+        hours[size] = round(float(plan["gpu_hours_left"].iloc[-1]), 1)
+    return {"batch": batch, "load_s": load_s, "videos_made": batch * len(gpu),
+            "gpu_hours_left": hours}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command")
     parser.add_argument("--tasks", type=int, help="the first N tasks of the taxonomy (all)")
+    parser.add_argument("--batch", type=int, default=4, help="videos per generate job (4)")
+    parser.add_argument("--load-s", type=float, default=60.0,
+                        help="seconds loading the weights, of a video's time (60)")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CI: --tasks 1 --repeats 1")
     args = parser.parse_args()
     if args.smoke:  # the sizes shrink; flags given explicitly still win
         parser.set_defaults(tasks=1, repeats=1)
         args = parser.parse_args()
-    repeats = args.repeats
+    repeats, batch, load_s = args.repeats, args.batch, args.load_s
     load = os.getloadavg()[0]
     figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="plan_cost_") as name:
@@ -153,6 +183,7 @@ def main() -> None:
         plan = pd.read_csv(tmp / "results" / "plan.csv")
         study, prices = parsed_study(tmp, config)
         left_out = unpriced(study, prices)
+        batched = batched_hours(study, prices, tmp / "batched", batch, load_s)
         write = status_write_cost(study, prices)
     print(plan.to_string(index=False, na_rep=""))
     print("".join(f"not in cost_left: {line}\n" for line in left_out))
@@ -163,7 +194,13 @@ def main() -> None:
     print(f"the plan job's own CPU: {job} s; median of {repeats}; load average {load:.2f}")
     print(f"a status write, CPU ms: first {write['first_ms']}, after one job "
           f"{write['one_job_ms']}, every (model, task) again {write['every_task_ms']}")  # fmt: skip
+    hours = batched["gpu_hours_left"]
+    print(f"GPU-hours left once the first {batch} videos of each GPU model are measured "
+          f"({load_s:g} s of each loading the weights): {hours[1]} at a job per video, "
+          f"{hours[batch]} at {batch} a job; nothing measured: "
+          f"{plan['gpu_hours_left'].iloc[-1]:.1f} either way")  # fmt: skip
     figures.update(
+        batching=batched,
         plan_job_cpu_s=job,
         status_write_cpu_ms=write,
         plan=plan.fillna("").to_dict("records"),

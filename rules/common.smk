@@ -21,6 +21,7 @@ from workflow_scripts.common.files import OutdirFileError
 from workflow_scripts.common.outdir import OutdirLock, OutdirLockError
 from workflow_scripts.common.keys import missing_key_error
 from workflow_scripts.common.layout import (
+    BATCH_RULE,
     DEFAULT_CONDITION,
     RESUME,
     STAGES,
@@ -117,6 +118,31 @@ GENERATION_PARAMS = {
     key: STUDY.generation_params(model, seed) for key, (model, _, seed) in RUNS.items()
 }
 PIPELINE_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.pipelines]
+
+
+def batches_of(key):
+    """The batches of a pipeline run whose model sets `resources.batch` (over 1): its
+    instances, as (task, instance), in the selection's order, cut into batches of that size.
+    """
+    size = STUDY.models[RUNS[key][0]].resources.get("batch", 1)
+    members = list(RUN_ROWS[key]["task"].items())
+    return [
+        [(task, instance) for instance, task in members[i : i + size]]
+        for i in range(0, len(members), size)
+    ]
+
+
+# The batch rules (rules/generate.smk): their names, each run's batches in order; a run
+# whose model has no `resources.batch` over 1 has a `generate` job per instance.
+BATCHES = {
+    "_".join([BATCH_RULE, re.sub(r"\W", "_", key), str(number)]): (key, members)
+    for key in PIPELINE_RUNS
+    if STUDY.models[RUNS[key][0]].resources.get("batch", 1) > 1
+    for number, members in enumerate(batches_of(key))
+}
+SINGLE_RUNS = [
+    key for key in PIPELINE_RUNS if key not in {k for k, _ in BATCHES.values()}
+]
 API_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.api]
 STATIC_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.static]
 
@@ -432,6 +458,10 @@ def check_weights():
         RUNS[job.wildcards.model][0]
         for job in workflow.dag.needrun_jobs()
         if job.rule.name == "generate"
+    } | {
+        RUNS[BATCHES[job.rule.name][0]][0]
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name in BATCHES
     }
     image_models = {
         job.wildcards.model

@@ -24,7 +24,7 @@ rule generate:
     log:
         f"{OUT}/logs/generate/{{model}}/{{task}}/{{instance}}.log",
     wildcard_constraints:
-        model=one_of(PIPELINE_RUNS),
+        model=one_of(SINGLE_RUNS),
     conda:
         "../envs/inference.yaml"
     threads: model_resource("threads", 1)
@@ -40,6 +40,53 @@ rule generate:
         "--model {wildcards.model} --settings {params.settings:q} --threads {threads} "
         "--image {input.image:q} --prompt {params.prompt:q} --video {output.video:q} "
         "> {log:q} 2>&1"
+
+
+# A model with `resources.batch` over 1: a job per batch of its instances (common.smk's
+# BATCHES), its weights loaded once; the same outputs per instance as `generate`'s. A batch
+# runs again whole (Snakemake removes all its outputs first): each finished instance kept
+# under its resume state's key is restored, not made again (vgi_models.resume.keep). It
+# goes where the profile sends `generate` (its set-resources).
+for name, (key, members) in BATCHES.items():
+    member_runs = [
+        RUN.format(model=key, task=task, instance=instance)
+        for task, instance in members
+    ]
+    member_images = [IMAGE[RUNS[key][1]][instance] for _, instance in members]
+    spec_resources = STUDY.models[RUNS[key][0]].resources
+
+    rule:
+        name:
+            name
+        input:
+            image=member_images,
+        output:
+            video=[f"{run}/video.mp4" for run in member_runs],
+            checkpoints=[directory(f"{run}/denoise") for run in member_runs],
+            meta=[f"{run}/generation.json" for run in member_runs],
+        log:
+            f"{OUT}/logs/generate/{key}/{name}.log",
+        conda:
+            "../envs/inference.yaml"
+        threads: spec_resources.get("threads", 1)
+        resources:
+            gpu=spec_resources.get("gpu", 1),
+            mem_mb=spec_resources.get("mem_mb", 16000),
+            runtime=spec_resources.get("runtime", 60) * len(members),
+        params:
+            run=key,
+            settings=GENERATION_PARAMS[key],
+            prompt=[PROMPT[RUNS[key][1]][instance] for _, instance in members],
+        shell:
+            '"$VGI_PYTHON" "$VGI_GENERATE" --registry "$VGI_REGISTRY" --batch '
+            "--model {params.run} --settings {params.settings:q} --threads {threads} "
+            "--image {input.image:q} --prompt {params.prompt:q} --video {output.video:q} "
+            "> {log:q} 2>&1"
+
+    # where the profile sends `generate` (its set-resources: the partition, the signal)
+    getattr(rules, name).rule.resources.update(
+        workflow.resource_settings.overwrite_resources.get("generate", {})
+    )
 
 
 # A video API model (`source: api`) makes the same target through its provider's SDK: no

@@ -33,6 +33,7 @@ def study_description():
             **clip,
             "runtime_min": spec.resources.get("runtime"),
             "gpu_type": spec.resources.get("gpu_type"),
+            "batch": spec.resources.get("batch", 1),
             "sample": next(iter(STUDY.videos.get(model, {}).values()), None),
             "entry": REGISTRY[model],
         }

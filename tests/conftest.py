@@ -54,6 +54,7 @@ LONGEST_FIRST = [
     "tests/judge/test_judge_client.py",
     "tests/aggregate/test_vs_paper.py",
     "tests/workflow/test_docs_commands.py",
+    "tests/models/test_batch.py",
 ]
 
 

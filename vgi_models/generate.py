@@ -5,18 +5,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import platform
 import resource
 import time
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from vgi_models.hooks import CheckpointRecorder
 from vgi_models.input_image import load_rgb
 from vgi_models.registry import ModelSpec
-from vgi_models.resume import Trajectory
+from vgi_models.resume import Trajectory, keep, restore
 from vgi_models.runtime import place
 from vgi_models.state import state_key, write_atomic
 from vgi_models.video import checkpoint_name, write_video
@@ -24,6 +27,27 @@ from vgi_models.video import checkpoint_name, write_video
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "peft")
 SAVE_EVERY = 5  # denoise.save_every's default (README, "Preemptible partitions")
 KINDS = {"x0": ["x0"], "xt": ["xt"], "both": ["x0", "xt"]}
+OUTPUTS = ["video.mp4", "denoise", "generation.json"]  # what a job writes in its folder
+log = logging.getLogger(__name__)
+
+
+class Loaded(NamedTuple):
+    """A pipeline ready to run: its LoRA (as `generation.json` records it), load seconds."""
+
+    pipe: object
+    lora: object
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One video of a generate job: its input image and prompt, where its outputs go
+    (`out_dir`) and where its resumable state lives (`state_dir`; None: not resumable)."""
+
+    image: str
+    prompt: str
+    out_dir: Path
+    state_dir: Path | None = None
 
 
 def generate(
@@ -51,30 +75,89 @@ def generate(
     """
     if not steps:
         raise ValueError("denoise.steps is empty: name at least one step to decode")
-    out_dir = Path(out_dir)
     device = job_device()
-    gen, family = spec.generation, spec.pipeline_family
-    seconds = {}
+    loaded = load(spec, device)
+    one = Instance(image, prompt, Path(out_dir), state_dir)
+    return make(spec, loaded, device, one, steps, decode, save_every)
 
+
+def generate_batch(
+    spec: ModelSpec,
+    instances: list[Instance],
+    steps: list[int],
+    decode: str,
+    save_every: int = SAVE_EVERY,
+) -> list[dict]:
+    """Run the model on several instances with its weights loaded once (a batch job).
+
+    Each instance is made as `generate` makes it alone (its own generator, trajectory and
+    state), one after the other. Every finished instance is kept (`resume.keep`: hard links
+    beside its state, under the state's key); an instance whose kept copy matches its key is
+    restored instead of made, so a batch Snakemake runs again (it removed every output
+    first) makes only what changed or was never finished. The weights load only when an
+    instance is to be made.
+    """
+    if not steps:
+        raise ValueError("denoise.steps is empty: name at least one step to decode")
+    device = job_device()
+    loaded, metas = None, []
+    for one in instances:
+        kept = Path(one.state_dir) / state_key_of(spec, one, steps, decode)
+        if restore(kept, one.out_dir):
+            log.info("%s: restored from %s", one.out_dir, kept)
+            metas.append(json.loads((one.out_dir / "generation.json").read_text()))
+            continue
+        loaded = loaded or load(spec, device)
+        metas.append(make(spec, loaded, device, one, steps, decode, save_every, kept))
+    return metas
+
+
+def load(spec: ModelSpec, device: str) -> Loaded:
+    """The pipeline built, its LoRA applied and placed on `device`, and the seconds it took."""
     t0 = time.perf_counter()
     pipe = spec.build()
     lora = spec.apply_lora(pipe)  # before placement: offload hooks wrap the final modules
-    pipe = place(pipe, spec.runtime, device, family.denoisers)
-    seconds["load"] = time.perf_counter() - t0
+    pipe = place(pipe, spec.runtime, device, spec.pipeline_family.denoisers)
+    seconds = time.perf_counter() - t0
+    log.info("loaded %s in %.1f s", spec.key, seconds)
+    return Loaded(pipe, lora, seconds)
+
+
+def state_key_of(spec: ModelSpec, one: Instance, steps: list[int], decode: str) -> str:
+    """The key of `one`'s trajectory: everything that decides its video."""
+    return state_key(
+        settings=spec.settings(),
+        denoise={"steps": sorted(steps), "decode": decode},
+        prompt=one.prompt,
+        image=hashlib.sha256(Path(one.image).read_bytes()).hexdigest(),
+        versions=package_versions(PACKAGES),
+    )
+
+
+def make(
+    spec: ModelSpec,
+    loaded: Loaded,
+    device: str,
+    one: Instance,
+    steps: list[int],
+    decode: str,
+    save_every: int,
+    kept: Path | None = None,
+) -> dict:
+    """Make `one`'s video and checkpoints with the `loaded` pipeline; `kept`: where its
+    finished outputs are kept (a batch job's instance), before its state goes."""
+    pipe, lora = loaded.pipe, loaded.lora
+    gen, family = spec.generation, spec.pipeline_family
+    out_dir, image, prompt = Path(one.out_dir), one.image, one.prompt
+    seconds = {"load": loaded.seconds}
 
     generator = torch.Generator("cpu").manual_seed(gen["seed"])
     call = {"image": load_rgb(image), "prompt": prompt, "generator": generator}
     versions = package_versions(PACKAGES)
     trajectory = contextlib.nullcontext()
-    if state_dir is not None:
-        key = state_key(
-            settings=spec.settings(),
-            denoise={"steps": sorted(steps), "decode": decode},
-            prompt=prompt,
-            image=hashlib.sha256(Path(image).read_bytes()).hexdigest(),
-            versions=versions,
-        )
-        path = Path(state_dir) / f"{key}.pt"
+    if one.state_dir is not None:
+        key = state_key_of(spec, one, steps, decode)
+        path = Path(one.state_dir) / f"{key}.pt"
         trajectory = Trajectory(
             pipe, path, generator, save_every, family.loop_tensors, family.schedulers
         )
@@ -136,6 +219,8 @@ def generate(
             meta["attempts"] = resumable.record()
         text = json.dumps(meta, indent=2) + "\n"
         write_atomic(out_dir / "generation.json", lambda out: out.write(text.encode()))
+        if kept is not None:
+            keep(out_dir, OUTPUTS, kept)
         if resumable:
             resumable.finish()
     return meta

@@ -15,6 +15,11 @@ profile asks for before the time limit: the job goes on). A write is atomic
 (`vgi_models.state.atomic_path`). The file is named by a digest of everything that decides
 the video, so a changed setting never resumes it.
 
+A batch job (several instances, weights loaded once) also keeps each finished instance's
+files beside its state, in a folder named by the same key (`keep`: hard links, no second
+copy on disk): Snakemake removes every output of a batch before it runs it again, and
+`restore` puts back those whose key still matches instead of making them again.
+
 A resumed attempt runs the same pipeline code: a finished stage returns its saved output; in
 the stage that was cut off, the pipeline's `prepare_<tensor>` results are replaced by the saved
 tensors, the schedulers get their saved state back as the loop starts, and the steps already
@@ -29,6 +34,8 @@ import importlib
 import inspect
 import io
 import logging
+import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -141,7 +148,7 @@ class Trajectory:
                     else "saved for other settings"
                 )
                 log.warning("ignoring %s (%s); removed", other, why)
-                other.unlink()
+                shutil.rmtree(other) if other.is_dir() else other.unlink()
         if not self.path.exists():
             return None
         try:
@@ -315,6 +322,48 @@ class Trajectory:
 
     def _warned(self, signum, frame) -> None:
         self._save_latest(signal.Signals(signum).name)
+
+
+def keep(out_dir: Path, names: list[str], kept: Path) -> None:
+    """Keep the files `names` of `out_dir` (a folder: its files) in the folder `kept`, as
+    hard links (copies where the filesystem has none); `kept` appears whole or not at all."""
+    partial = kept.with_name(kept.name + TEMPORARY)
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    for name in names:
+        source = out_dir / name
+        if source.is_dir():
+            shutil.copytree(source, partial / name, copy_function=_link)
+        else:
+            _link(source, partial / name)
+    shutil.rmtree(kept, ignore_errors=True)
+    os.replace(partial, kept)
+
+
+def restore(kept: Path, out_dir: Path) -> bool:
+    """Put the files `keep` kept in `kept` back into `out_dir`; False when none are kept."""
+    if not kept.is_dir():
+        return False
+    for path in sorted(kept.rglob("*")):
+        target = out_dir / path.relative_to(kept)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists() and os.path.samefile(path, target):
+            continue  # (a rename onto the same file would leave the link it renames)
+        partial = target.with_name(target.name + TEMPORARY)
+        partial.unlink(missing_ok=True)
+        _link(path, partial)
+        os.replace(partial, target)
+    return True
+
+
+def _link(source, target) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem, or one without hard links
+        shutil.copy2(source, target)
 
 
 def _scheduler_state(scheduler) -> dict:

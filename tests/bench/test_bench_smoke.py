@@ -104,6 +104,8 @@ def check_plan_cost(figures: dict, folder: Path, bench) -> None:
     assert {"wan22_i2v_a14b", "qwen_image_edit"} <= set(gpu)
     for row in gpu.values():
         assert row["cost_left"] > row["gpu_hours_left"] * paper["prices"]["gpu_hour"]["h100"]
+    hours = figures["batching"]["gpu_hours_left"]  # the load once per 4 videos, not 4 times
+    assert hours["4"] < hours["1"] < total["gpu_hours_left"]
 
 
 CHECKS = {

@@ -20,12 +20,13 @@ INSTANCES = {f"sorting_lv1_00{n}": "sorting" for n in range(1, 5)}
 
 
 def status_of(tmp_path, started: list[float], lanes: dict | None = None,
-              others: tuple[str, ...] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+              others: tuple[str, ...] = (), batch=1) -> tuple[pd.DataFrame, ...]:  # fmt: skip
     """status.csv's and the models' tables of a run whose first video took 60 s, with a
     generate job running on the next videos, each started `started` seconds ago (`lanes`:
-    the most generate jobs seen at once; `others`: models with no video made)."""
+    the most generate jobs seen at once; `others`: models with no video made; `batch`:
+    videos per generate job)."""
     run = {"kind": "pipeline", "instances": INSTANCES, "main": True, "frames": 9, "fps": 8.0,
-           "runtime_min": 15}  # fmt: skip
+           "runtime_min": 15, "batch": batch}  # fmt: skip
     runs = {key: {**run, "model": key} for key in ("m", *others)}
     study = Study.from_dict({"outdir": str(tmp_path), "runs": runs,
                              "judges": {"main": {"model": "x", "protocol": {}}}})  # fmt: skip
@@ -57,6 +58,14 @@ def test_time_left_counts_running_jobs_as_partly_done(tmp_path, started, work_s,
     assert models.loc["m", "hours_left"] * 3600 == pytest.approx(wall_s, abs=0.5)
     assert models.loc["total", "hours_left"] == models.loc["m", "hours_left"]
     assert table.loc[0, "running"] == len(started) and table.loc[0, "generated"] == 1
+
+
+def test_a_batch_loads_the_weights_once_for_its_videos(tmp_path):
+    """Batches of two videos (`resources.batch`): the first video's 10 s load is shared, so
+    each video takes 55 s, in the status, the plan and the GPU-hours spent."""
+    table, models = status_of(tmp_path, [], batch=2)
+    assert table.loc[0, "hours_left"] * 3600 == pytest.approx(3 * 55, abs=0.5)
+    assert models.loc["m", "plan_gpu_hours"] * 3600 == pytest.approx(55 + 3 * 55, abs=0.5)
 
 
 def test_two_jobs_seen_at_once_halve_the_time_left_while_one_runs(tmp_path):

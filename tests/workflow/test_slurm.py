@@ -7,7 +7,9 @@ submit host. The squeue lines seen during the run are printed (`pytest -s`). A k
 Snakemake leaves its SLURM jobs running; a rerun after they finish keeps their videos. The
 image branch: `generate_image` through sbatch to the GPU partition, `generate_image_api` on
 the submit host under the profile's `image_api` total. A
-video API job requeued mid-wait waits on the same operation. Every test that starts SLURM is
+video API job requeued mid-wait waits on the same operation. A batch job (`resources.batch`)
+goes where `generate` goes, and requeued in its second instance, restores the first and
+resumes the second. Every test that starts SLURM is
 in this module: xdist (`--dist loadscope`) runs it on one worker, one SLURM at a time.
 """
 
@@ -224,6 +226,53 @@ def test_a_requeued_generate_job_resumes_where_slurm_cut_it_off(slurm_cluster, t
         assert path.read_bytes() == (local / path.relative_to(tmp_path / "results")).read_bytes()
     again = start(tmp_path, config, "-n", str(tmp_path / "results" / run / "video.mp4"))
     assert again.wait() == 0 and "Nothing to be done" in (tmp_path / "run.log").read_text()
+
+
+def test_a_requeued_batch_job_restores_its_first_instance_and_resumes_the_second(
+    slurm_cluster, tmp_path
+):
+    """Both instances in one job (`resources.batch: 2`), through sbatch to the GPU partition
+    as `generate` (the profile's set-resources); `scontrol requeue` in the second instance:
+    SLURM runs the job again, which puts the first back (kept), resumes the second, loads the
+    weights once, and writes the bytes of a job per instance run locally."""
+    config = gpu_config(tmp_path, {"enabled": False})
+    registry = yaml.safe_load((tmp_path / "models.yaml").read_text(encoding="utf-8"))
+    registry["tiny_wan22"]["generation"]["num_inference_steps"] = 200  # as above: about 5 s
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    registry["tiny_wan22"]["resources"]["batch"] = 2
+    (tmp_path / "batched.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    config["denoise"] |= {"steps": [20, 100, 200], "save_every": 10}
+    batched = config | {"model_registry": str(tmp_path / "batched.yaml")}
+    log = tmp_path / "results/logs/generate/tiny_wan22/generate_batch_tiny_wan22_0.log"
+    before = set(squeue(slurm_cluster))
+
+    process = start(tmp_path, batched, "generate_all")
+
+    def second_saved(_) -> bool:
+        assert process.poll() is None, (tmp_path / "run.log").read_text(encoding="utf-8")[-3000:]
+        return log.exists() and log.read_text().count("saved the state at step 20 ") == 2
+
+    watch(slurm_cluster, second_saved, timeout=300)
+    (job,) = set(squeue(slurm_cluster)) - before
+    slurm_cluster.run("scontrol", "requeue", job)
+    watch(slurm_cluster, lambda _: " PENDING " in squeue(slurm_cluster)[job], timeout=120)
+    slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+    seen = watch(slurm_cluster, lambda _: process.poll() is not None)
+    print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
+    assert process.wait() == 0, (tmp_path / "run.log").read_text(encoding="utf-8")[-4000:]
+    fields = squeue(slurm_cluster)[job].split()
+    assert fields[1:5] == ["gpu", "COMPLETED", "rule_generate_batch_tiny_wan22_0", "gres:gpu:1"]
+    text = log.read_text()
+    assert text.count(": restored from ") == 1 and text.count("loaded tiny_wan22 in ") == 1
+    assert re.search(r"resumed at step (\d+) of 200\n", text), text[-3000:]
+
+    local = tmp_path / "local" / "results"  # a job per instance, uninterrupted, no SLURM
+    done = snakemake(local.parent, config | {"outdir": str(local)}, "generate_all")
+    assert done.returncode == 0, done.stdout[-3000:]
+    videos = sorted((tmp_path / "results" / "tiny_wan22").rglob("*.mp4"))
+    assert len(videos) == 2 * (1 + len(config["denoise"]["steps"]))
+    for path in videos:
+        assert path.read_bytes() == (local / path.relative_to(tmp_path / "results")).read_bytes()
 
 
 # Every provider's video API job requeued by SLURM mid-wait (`scontrol requeue`) waits on

@@ -80,6 +80,9 @@ def condition_name_problem(name: str) -> str | None:
 # resumable state, a video API's operation.
 RESUME = "resume"
 
+# The batch rules' names begin so (rules/generate.smk: a job per batch of a model's instances)
+BATCH_RULE = "generate_batch"
+
 MAIN = "main"  # the main judge (`judge:`); `judges:` names the variants
 VARIANTS = "judges"  # the folder under the outdir holding the variants' documents
 

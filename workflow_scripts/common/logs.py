@@ -42,14 +42,18 @@ def job_log(smk):
             logging.getLogger().removeHandler(handler)
 
 
-def shell_job(argv: list[str], required: list[str], optional: list[str] = ()) -> Namespace:
+def shell_job(argv: list[str], required: list[str], optional: list[str] = (),
+              lists: list[str] = (), flags: list[str] = ()) -> Namespace:  # fmt: skip
     """Set up a shell entry's job: its `--name value` options (each of `required` must be
-    given, `optional` ones default to ""), and logging to stderr, which the rule redirects
-    to the job's log file together with stdout."""
+    given, `optional` ones default to ""; those of `lists` take one value or more, as a
+    list; `flags` take none), and logging to stderr, which the rule redirects to the job's
+    log file together with stdout."""
     parser = argparse.ArgumentParser(prog=Path(sys.argv[0]).name)
     for name in required:
-        parser.add_argument(f"--{name}", required=True)
+        parser.add_argument(f"--{name}", required=True, nargs="+" if name in lists else None)
     for name in optional:
         parser.add_argument(f"--{name}", default="")
+    for name in flags:
+        parser.add_argument(f"--{name}", action="store_true")
     logging.basicConfig(stream=sys.stderr, format="%(message)s")
     return parser.parse_args(argv)

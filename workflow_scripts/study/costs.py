@@ -31,7 +31,7 @@ SPENT = ("calls", "cached_calls", "input_tokens", "output_tokens")
 
 def gpu_hours(run, count: Tally) -> float:
     """Hours of the run's generate jobs so far (a local pipeline's; else 0)."""
-    return count.seconds / 3600 if run.on_gpu else 0.0
+    return count.job_seconds(run.batch) / 3600 if run.on_gpu else 0.0
 
 
 def study_ledger(study: Study) -> pd.DataFrame:

@@ -55,6 +55,7 @@ class Run:
     height: int | None = None
     runtime_min: float | None = None  # registry resources.runtime (minutes on an H20)
     gpu_type: str | None = None  # registry resources.gpu_type (its GPU-hours' price)
+    batch: int = 1  # registry resources.batch: videos per generate job (one load each)
     sample: str | None = None  # one of its videos or images (made elsewhere: clip, size)
     entry: dict = field(default_factory=dict)  # its registry entry (what a video costs)
 

@@ -1,8 +1,9 @@
 """`snakemake plan`: what is left of a study, per run and in total (`<outdir>/plan.csv`).
 
 For each run key: videos made and left; GPU-hours left at the measured seconds per video
-of the run's videos already made (`generation.json`), else of the model's other runs,
-else the registry's `resources.runtime` (minutes on an H20, bench/runtimes.py); the VLM
+of the run's videos already made (`generation.json`; the weights' load shared by a batch's
+videos), else of the model's other runs, else the registry's `resources.runtime` (minutes
+on an H20, bench/runtimes.py); the VLM
 calls and tokens left for every stage whose document is missing (`documents.Study.stages`);
 their price at `prices` (what it does not price is named below the table); the disk the
 run takes once finished.
@@ -123,12 +124,13 @@ def folder_bytes(folder: Path) -> int:
 
 
 def measured_seconds(study: Study, run, tallies: Mapping[str, Tally]) -> float | None:
-    """Mean measured seconds per video of the run, else of the model's runs; None before
-    any of them is made."""
+    """Mean measured seconds per video of the run, else of the model's runs, its weights'
+    load counted once per batch (`resources.batch` videos a job); None before any of them
+    is made."""
     for runs in ([run], [r for r in study.runs.values() if r.model == run.model]):
         measured = [tallies[r.key] for r in runs]
         if count := sum(t.measured for t in measured):
-            return sum(t.seconds for t in measured) / count
+            return sum(t.job_seconds(run.batch) for t in measured) / count
     return None
 
 

@@ -41,7 +41,7 @@ from snakemake_interface_logger_plugins.common import LogEvent
 
 from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
-from workflow_scripts.common.layout import MAIN, judge_folder, stage_folder
+from workflow_scripts.common.layout import BATCH_RULE, MAIN, judge_folder, stage_folder
 from workflow_scripts.common.redact import redact
 from workflow_scripts.paid.attempt import resend_config
 from workflow_scripts.study.costs import cost_rows, run_costs, study_ledger
@@ -60,6 +60,11 @@ MODELS = ["model", "videos", "generated", "judged", "labelled", "labels", "makin
 STAGE_FOLDER = {LABELS: "transitions", CHECKPOINTS: "judge_checkpoints", IMAGE: "judge_image"}
 GENERATE_RULES = ("generate", "generate_api")
 PAID_RULES = {"generate_api": "video_api", "generate_image_api": "image_api"}  # -> resubmit's
+
+
+def makes(job: dict) -> bool:
+    """Whether `job` makes videos: a generate job, a batch job (counted as one), an API's."""
+    return job["rule"] in GENERATE_RULES or job["rule"].startswith(BATCH_RULE)
 
 
 def stage_target(study: Study, run_key: str, task: str, stage: str) -> Path:
@@ -106,7 +111,7 @@ def task_row(study: Study, run, task: str, count: Tally, jobs: list[dict],
     the run's measured `seconds` per video (None: none made yet, so no time left but NaN
     where videos are left; `now`: time.monotonic())."""
     running = [j for j in jobs if j["state"] == "running"]
-    making = [j for j in running if j["rule"] in GENERATE_RULES]
+    making = [j for j in running if makes(j)]
     waiting = max(0, count.videos - count.made - len(making)) if run.generates else 0
     if not (waiting or making):
         hours = 0.0
@@ -144,7 +149,7 @@ def model_rows(study: Study, table: pd.DataFrame, tallies: dict[str, Tally], job
     learned = learn(study, tallies)
     plan = {key: plan_row(study, run, tallies, prices, learned) for key, run in study.runs.items()}
     making = [j["wildcards"].get("model") for j in jobs
-              if j["state"] == "running" and j["rule"] in GENERATE_RULES]  # fmt: skip
+              if j["state"] == "running" and makes(j)]  # fmt: skip
     rows = []
     for run in [*study.runs.values(), None]:  # None: the whole study
         mine = table if run is None else table[table["model"] == run.key]
@@ -277,8 +282,13 @@ class StatusWriter(logging.Handler):
         event = getattr(record, "event", None)
         if event == LogEvent.JOB_INFO and record.rule_name != "plan":
             self.active = True
-            target = str(record.output[0]).split(" (")[0] if record.output else ""
+            outputs = [str(path).split(" (")[0] for path in record.output or []]
+            target = outputs[0] if outputs else ""
             job = {"rule": record.rule_name, "wildcards": dict(record.wildcards or {})}
+            if record.rule_name.startswith(BATCH_RULE):  # no wildcards: its videos' folders
+                runs = {tuple(Path(path).parts[-4:-2]) for path in outputs}
+                model, task = Path(target).parts[-4:-2]
+                job.update(wildcards={"model": model, "task": task}, runs=runs)
             job.update(state="running", target=target, reason="", started=time.monotonic())
             self.jobs = {**self.jobs, record.jobid: job}
         elif event == LogEvent.JOB_FINISHED and record.job_id in self.jobs:
@@ -297,9 +307,8 @@ class StatusWriter(logging.Handler):
 
     def ended(self, job: dict) -> None:
         """A job ended: its (run, task)'s documents are counted again at the next write."""
-        key = (job["wildcards"].get("model"), job["wildcards"].get("task"))
-        if key in self.instances:
-            self.dirty = self.dirty | {key}
+        keys = job.get("runs") or {(job["wildcards"].get("model"), job["wildcards"].get("task"))}
+        self.dirty = self.dirty | (keys & set(self.instances))
 
     def update(self) -> None:
         """Write now, or when `every` seconds have passed since the last write."""

@@ -22,6 +22,7 @@ class Tally:
     made: int = 0  # videos made (a generation.json; made elsewhere: the video)
     measured: int = 0  # of them, with generation seconds (generation.json)
     seconds: float = 0.0  # their generation seconds (documents.generation_seconds)
+    loads: float = 0.0  # of which loading the weights (a batch job's load, in each video)
     refused: int = 0  # generations in error (a video API's refusal)
     stages: dict = field(default_factory=dict)  # stage -> Counter of STAGE_KEYS
     errors: list = field(default_factory=list)  # (instance, stage, reason) of each error
@@ -29,6 +30,11 @@ class Tally:
 
     def stage(self, name: str) -> Counter:
         return self.stages.get(name, Counter())
+
+    def job_seconds(self, batch: int) -> float:
+        """`seconds` with each load counted once per batch of `batch` videos (a batch job
+        records its one load in each of its videos)."""
+        return self.seconds - self.loads + self.loads / batch
 
     def __add__(self, other: Tally) -> Tally:
         stages = {name: self.stage(name) + other.stage(name)
@@ -38,6 +44,7 @@ class Tally:
             made=self.made + other.made,
             measured=self.measured + other.measured,
             seconds=self.seconds + other.seconds,
+            loads=self.loads + other.loads,
             refused=self.refused + other.refused,
             stages=stages,
             errors=self.errors + other.errors,
@@ -59,6 +66,7 @@ def tally(study: Study, run, instances, docs: Documents) -> Tally:
         if isinstance(made, dict) and made.get("seconds"):
             count.measured += 1
             count.seconds += generation_seconds(made)
+            count.loads += made["seconds"].get("load", 0.0)
         if refused:
             count.refused += 1
             count.errors.append((instance, "generate", made.get("reason", "")))
