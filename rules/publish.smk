@@ -60,7 +60,6 @@ rule publish:
     conda:
         "../envs/analysis.yaml"
     params:
-        outdir=OUT,
         runs=PUBLISHED_RUNS,
         instances={
             condition: rows[

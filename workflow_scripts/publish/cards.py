@@ -12,7 +12,7 @@ import yaml
 
 def front_matter(meta: Mapping, models: list[str]) -> str:
     """The card's YAML: license, pretty name, tags, and a config per model (its folder)
-    beside `default` (every model), each the video files with their metadata.jsonl."""
+    beside `default` (every model), each the video files with their metadata.parquet."""
     configs = [{"config_name": "default", "data_dir": ".", "default": True}]
     configs += [{"config_name": model, "data_dir": model} for model in models]
     header = {
@@ -57,9 +57,9 @@ def leaderboard(finals: pd.DataFrame, strict: pd.DataFrame, models: list[str]) -
             "strict_success": strict["strict_success"].reindex(finals.index),
         }
     )
-    board = board.sort_values("final", ascending=False)
-    board.insert(0, "rank", range(1, len(board) + 1))
-    return board.rename_axis("model").reset_index()
+    board = board.sort_values("final", ascending=False).rename_axis("model").reset_index()
+    board.insert(0, "rank", board["final"].rank(method="min", ascending=False).astype("Int64"))
+    return board
 
 
 def model_card(model: str, about: Mapping, board: pd.DataFrame, finals: pd.DataFrame) -> str:
@@ -69,7 +69,7 @@ def model_card(model: str, about: Mapping, board: pd.DataFrame, finals: pd.DataF
     mine = finals[finals["model"] == model]
     by_domain = mine.pivot_table(index="domain", columns="level", values="final", aggfunc="first")
     by_domain = by_domain.rename_axis(None, axis=1).reset_index()
-    rank = f"{int(row['rank'].item())} of {len(board)}" if len(row) else "not judged"
+    rank = f"{row['rank'].item()} of {len(board)}" if len(row) else "not judged"
     lines = [
         f"# {model}: leaderboard card",
         "",
@@ -93,7 +93,7 @@ def model_card(model: str, about: Mapping, board: pd.DataFrame, finals: pd.DataF
         json.dumps(json.loads(about["settings"]), indent=2, sort_keys=True),
         "```",
         "",
-        f"Rows and files: `{model}/metadata.jsonl` (`datasets.load_dataset(..., '{model}')`).",
+        f"Rows and files: `{model}/metadata.parquet` (`datasets.load_dataset(..., '{model}')`).",
         "",
     ]
     return "\n".join(lines)
@@ -122,13 +122,14 @@ def dataset_card(meta: Mapping, about: Mapping[str, Mapping], counts: Mapping, b
         "the VGI-Bench denoising workflow.",
         "",
         f"{counts['videos']} videos and {counts['checkpoints']} checkpoint videos; one "
-        "row per file in each model's `metadata.jsonl`.",
+        "row per file in each model's `metadata.parquet`.",
         "",
         "```python",
-        "from datasets import load_dataset",
+        "import datasets",
         "",
-        'rows = load_dataset("videofolder", data_dir="<this folder>", split="train")'
-        "  # or the Hub id, and a model's name as the config",
+        'rows = datasets.load_dataset("<this folder or its Hub id>", split="train")',
+        "# one model: its name as the config; file paths without a video decoder:",
+        'rows = rows.cast_column("video", datasets.Video(decode=False))',
         "```",
         "",
         "## Columns",
@@ -139,17 +140,19 @@ def dataset_card(meta: Mapping, about: Mapping[str, Mapping], counts: Mapping, b
         "else the denoising step of the checkpoint), `estimate` (`x0`: the clean-sample "
         "estimate; `xt`: the noisy latent), `judge_status`, `score` (completeness x rubric), "
         "`completeness`, `rubric`, `tier`, `strict_success`, `rubric_items` (each checklist "
-        "item with its counted violations), `verdict` (the judge's reasoning, or why it "
-        "could not judge), `judge_model_version`, and for a checkpoint the transition from "
-        "the previous one: `transition_from`, `transition_label`, `transition_source` "
-        "(`vlm` or `human`), `human_label`.",
+        "item with its counted violations and evidence), `verdict` (the judge's reasoning, "
+        "or why it could not judge), `judge_model_version`, and for a checkpoint the "
+        "transition from the previous one: `transition_from`, `transition_label`, "
+        "`transition_source` (`vlm` or `human`), `human_label`.",
         "",
         "## Judge",
         "",
         f"- backend: {judge['backend']}, model: `{judge['model']}`",
         f"- version the service reported: {', '.join(meta['judge_versions']) or 'none'}",
         f"- prompts digest: `{meta['prompts_digest']}`; protocol: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(judge["protocol"].items())),
+        + ", ".join(
+            f"{k} {v}" for k, v in sorted(judge["protocol"].items()) if not isinstance(v, dict)
+        ),
         "",
         "## Leaderboard",
         "",

@@ -1,6 +1,6 @@
 """The published folder's files and metadata: one row per video or checkpoint video.
 
-    <publish>/<model>/metadata.jsonl                      one row per file below it
+    <publish>/<model>/metadata.parquet                    one row per file below it
     <publish>/<model>/<run>/<task>/<instance>/video.mp4   the run's video (<run>: its run key)
     <publish>/<model>/<run>/<task>/<instance>/denoise/stepNN[_xt].mp4   its checkpoints
 
@@ -9,7 +9,10 @@ study's videos), else copies. Each row carries what a reader needs without this 
 the instance's task, level, domain and skill tags, the run's condition and seed, a digest of
 the settings that made the video, the step (none for the final video), the judge's scores,
 its checklist with each item's violations and its written verdict, and for a checkpoint the
-label of the pair that ends at it (the human label where one was imported).
+label of the pair that ends at it (the human label where one was imported). The table is
+Parquet with one schema (`SCHEMA`) for every model: `datasets` requires the metadata files of
+one dataset to agree on their columns' types, which JSON or CSV leave to each file's values
+(a column with no value in one model's file has no type there).
 """
 
 from __future__ import annotations
@@ -20,11 +23,38 @@ import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from vgi_models.video import checkpoint_name
 from workflow_scripts.common import layout
 from workflow_scripts.common.files import read_json
 
-METADATA = "metadata.jsonl"
+METADATA = "metadata.parquet"
+_TEXT, _INT, _REAL = pa.string(), pa.int64(), pa.float64()
+SCHEMA = pa.schema(
+    [
+        *((name, _TEXT) for name in ("file_name", "model", "run", "condition")),
+        ("seed", _INT),
+        *((name, _TEXT) for name in ("settings_digest", "task", "instance")),
+        ("level", _INT),
+        ("domain", _TEXT),
+        ("skills", pa.list_(_TEXT)),
+        ("step", _INT),
+        ("estimate", _TEXT),
+        ("judge_status", _TEXT),
+        *((name, _REAL) for name in ("score", "completeness", "rubric")),
+        ("tier", _INT),
+        ("strict_success", pa.bool_()),
+        (
+            "rubric_items",
+            pa.list_(pa.struct([("item", _TEXT), ("violations", _INT), ("evidence", _TEXT)])),
+        ),
+        *((name, _TEXT) for name in ("verdict", "judge_model_version")),
+        ("transition_from", _INT),
+        *((name, _TEXT) for name in ("transition_label", "transition_source", "human_label")),
+    ]
+)
 # score.json's scores, by their column names (`score`: the final score)
 SCORES = {
     "score": "final",
@@ -54,33 +84,44 @@ def link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
+def write_metadata(path: Path, rows: list[dict]) -> None:
+    """The rows as `path` (Parquet, `SCHEMA`), written whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), partial)
+    partial.replace(path)
+
+
 def _document(path: Path) -> dict | None:
     return read_json(path, layout.stage_fix(path), ["status"], optional=True)
 
 
 def judged(folder: Path, checklist: list[str]) -> dict:
     """The row's judge columns from a judged folder (score.json, rubric.json): the scores,
-    each checklist item with its violations, the verdict's reasoning (the reason where the
-    judge wrote an error). Empty where the video was not judged or judged with an error
-    (never 0)."""
+    each checklist item with its violations and the verdict's evidence, the verdict's
+    reasoning (the reason where the judge wrote an error). Empty where the video was not
+    judged or judged with an error (never 0)."""
     score = _document(folder / "score.json")
     if score is None:
         return {"judge_status": "not judged", **NOT_JUDGED}
     ok = score["status"] == "ok"
-    rubric = (_document(folder / "rubric.json") or {}) if ok else {}
+    verdict = ((_document(folder / "rubric.json") or {}) if ok else {}).get("polish") or {}
+    evidence = {entry.get("index"): entry.get("evidence") for entry in verdict.get("checklist", [])}
     violations = score.get("violations") or []
     return {
         "judge_status": score["status"],
         **{column: score.get(key) if ok else None for column, key in SCORES.items()},
         "rubric_items": [
-            {"item": item, "violations": violations[k] if k < len(violations) else None}
+            {
+                "item": item,
+                "violations": violations[k] if k < len(violations) else None,
+                "evidence": evidence.get(k + 1),
+            }
             for k, item in enumerate(checklist)
         ]
         if ok
         else None,
-        "verdict": (rubric.get("polish") or {}).get("overall_reasoning")
-        if ok
-        else score.get("reason"),
+        "verdict": verdict.get("overall_reasoning") if ok else score.get("reason"),
         "judge_model_version": score.get("model_version"),
     }
 

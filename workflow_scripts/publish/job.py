@@ -14,7 +14,7 @@ from workflow_scripts.common.files import read_csv, read_json, write_text
 from workflow_scripts.common.layout import GENERATION_FIX, TABLE_FIX
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.publish.cards import dataset_card, leaderboard, model_card
-from workflow_scripts.publish.dataset import METADATA, link_or_copy, run_rows
+from workflow_scripts.publish.dataset import METADATA, link_or_copy, run_rows, write_metadata
 
 
 def how_made(outdir: Path, runs: dict, model: str, instances: dict) -> tuple[str, dict]:
@@ -36,7 +36,8 @@ def how_made(outdir: Path, runs: dict, model: str, instances: dict) -> tuple[str
 
 def publish(smk) -> dict:
     """Write the folder (`smk.output[0]`); the counts of videos and checkpoint videos."""
-    outdir, folder = Path(smk.params.outdir), Path(smk.output[0])
+    folder = Path(smk.output[0])
+    outdir = folder.parent  # <outdir>/publish
     runs, models, instances = smk.params.runs, smk.params.models, smk.params.instances
     by_model, left_out = defaultdict(list), []
     for run, info in runs.items():
@@ -68,8 +69,7 @@ def publish(smk) -> dict:
             "hardware": hardware,
             "seconds": seconds,
         }
-        lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        write_text(folder / model / METADATA, lines)
+        write_metadata(folder / model / METADATA, rows)
         write_text(folder / model / "README.md", model_card(model, about[model], board, finals))
     judge = json.loads(smk.params.judge)
     versions = {row["judge_model_version"] for rows in by_model.values() for row in rows}

@@ -10,10 +10,14 @@ from pathlib import Path
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.logs import job_log
 
+# Snakemake's mark of a finished folder output: not the dataset's
+LEFT_HERE = ".snakemake_timestamp"
+
 
 def listing(folder: Path) -> list[tuple[str, int]]:
-    """Every file of the folder, by its path in the repository, with its size in bytes."""
-    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    """Every file of the folder (but Snakemake's mark), by its path in the repository, with
+    its size in bytes."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != LEFT_HERE)
     return [(path.relative_to(folder).as_posix(), path.stat().st_size) for path in files]
 
 
@@ -27,6 +31,7 @@ def upload(folder: Path, repo_id: str, private: bool) -> str:
         repo_id=repo_id,
         folder_path=folder,
         repo_type="dataset",
+        ignore_patterns=[LEFT_HERE],
         commit_message="VGI-Bench study: videos, checkpoints, verdicts and labels",
     )
     return commit.commit_url
