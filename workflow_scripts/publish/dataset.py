@@ -9,10 +9,8 @@ study's videos), else copies. Each row carries what a reader needs without this 
 the instance's task, level, domain and skill tags, the run's condition and seed, a digest of
 the settings that made the video, the step (none for the final video), the judge's scores,
 its checklist with each item's violations and its written verdict, and for a checkpoint the
-label of the pair that ends at it (the human label where one was imported). The table is
-Parquet with one schema (`SCHEMA`) for every model: `datasets` requires the metadata files of
-one dataset to agree on their columns' types, which JSON or CSV leave to each file's values
-(a column with no value in one model's file has no type there).
+label of the pair that ends at it (the human label where one was imported). The table
+itself is written by `publish.metadata`.
 """
 
 from __future__ import annotations
@@ -23,38 +21,10 @@ import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from vgi_models.video import checkpoint_name
 from workflow_scripts.common import layout
 from workflow_scripts.common.files import read_json
 
-METADATA = "metadata.parquet"
-_TEXT, _INT, _REAL = pa.string(), pa.int64(), pa.float64()
-SCHEMA = pa.schema(
-    [
-        *((name, _TEXT) for name in ("file_name", "model", "run", "condition")),
-        ("seed", _INT),
-        *((name, _TEXT) for name in ("settings_digest", "task", "instance")),
-        ("level", _INT),
-        ("domain", _TEXT),
-        ("skills", pa.list_(_TEXT)),
-        ("step", _INT),
-        ("estimate", _TEXT),
-        ("judge_status", _TEXT),
-        *((name, _REAL) for name in ("score", "completeness", "rubric")),
-        ("tier", _INT),
-        ("strict_success", pa.bool_()),
-        (
-            "rubric_items",
-            pa.list_(pa.struct([("item", _TEXT), ("violations", _INT), ("evidence", _TEXT)])),
-        ),
-        *((name, _TEXT) for name in ("verdict", "judge_model_version")),
-        ("transition_from", _INT),
-        *((name, _TEXT) for name in ("transition_label", "transition_source", "human_label")),
-    ]
-)
 # score.json's scores, by their column names (`score`: the final score)
 SCORES = {
     "score": "final",
@@ -82,14 +52,6 @@ def link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
-
-
-def write_metadata(path: Path, rows: list[dict]) -> None:
-    """The rows as `path` (Parquet, `SCHEMA`), written whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), partial)
-    partial.replace(path)
 
 
 def _document(path: Path) -> dict | None:

@@ -14,7 +14,8 @@ from workflow_scripts.common.files import read_csv, read_json, write_text
 from workflow_scripts.common.layout import GENERATION_FIX, TABLE_FIX
 from workflow_scripts.common.logs import job_log
 from workflow_scripts.publish.cards import dataset_card, leaderboard, model_card
-from workflow_scripts.publish.dataset import METADATA, link_or_copy, run_rows, write_metadata
+from workflow_scripts.publish.dataset import link_or_copy, run_rows
+from workflow_scripts.publish.metadata import METADATA, write_metadata
 
 
 def how_made(outdir: Path, runs: dict, model: str, instances: dict) -> tuple[str, dict]:
