@@ -36,6 +36,7 @@ include: "rules/report.smk"
 include: "rules/images.smk"
 include: "rules/gallery.smk"
 include: "rules/study.smk"
+include: "rules/publish.smk"
 
 
 # The study's products; every video, score and transition label comes in through them.

@@ -145,6 +145,7 @@ SINGLE_RUNS = [
 ]
 API_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.api]
 STATIC_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.static]
+SWAPPED = {condition: STUDY.swapped(condition) for condition in CONDITIONS}
 
 # How `generate`'s shell command finds the interpreter, its entry and the registry (read
 # for `runtime`, which changes no video). Snakemake reruns a job whose command text
@@ -211,6 +212,16 @@ def instance_image(wildcards):
         return IMAGE[condition][wildcards.instance]
     except KeyError:
         raise _outside(f"{wildcards.instance} is not one", condition) from None
+
+
+def shortcut_image(wildcards):
+    """Input function: the image a shortcut baseline starts from: the instance's, or for
+    `motion: swap` the next selected instance's of the same task (Study.swapped)."""
+    image = instance_image(wildcards)  # an instance outside the selection: named
+    model, condition, _ = RUNS[wildcards.model]
+    if STUDY.models[model].generation.get("motion") != "swap":
+        return image
+    return IMAGE[condition][SWAPPED[condition][wildcards.instance]]
 
 
 def instance_prompt(wildcards):

@@ -115,11 +115,12 @@ rule generate_api:
         "../workflow_scripts/entry/generate_api.py"
 
 
-# A model with `source: static` is a baseline: the input image held still for the clip's
-# length (a video that does nothing), made by a local job, judged like any model.
+# A model with `source: static` is a shortcut baseline: a video made from the input image
+# (held still, under growing noise, panned, or another instance's: workflow_scripts/
+# held_image.py) by a local job, judged like any model.
 rule hold_image:
     input:
-        image=instance_image,
+        image=shortcut_image,
     output:
         video=f"{RUN}/video.mp4",
         meta=f"{RUN}/generation.json",

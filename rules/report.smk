@@ -68,6 +68,7 @@ rule tables:
     params:
         models=list(STUDY.models),
         no_checkpoints=STUDY.without_checkpoints,
+        baselines=STUDY.static,
         vbvr_pairs=VBVR_PAIRS,
         pool=list(TRANSITIONS.pool),
         runs={

@@ -25,9 +25,16 @@ SCHEMA = Path(__file__).resolve().parents[1] / "config" / "schemas" / "models.sc
 PIPELINE = "pipeline"  # a local diffusers pipeline (`family`), with denoising checkpoints
 API = "api"  # a commercial video API (`provider`): made by the workflow, no checkpoints
 VIDEOS = "videos"  # a folder of videos made elsewhere: no pipeline, no checkpoints
-STATIC = "static"  # the input image held for the clip's length: a baseline, no GPU, no cost
+STATIC = "static"  # a shortcut baseline from the input image (held, noised, panned): no GPU
 IMAGES = "images"  # a folder of an image model's images made elsewhere: the image branch
 TINY = "tiny"  # a pipeline's `source`: randomly initialised weights, built from config
+# A `source: static` baseline's settings beyond its frames and fps, by `motion`.
+MOTION_SETTINGS = {
+    "hold": (),
+    "noise": ("motion", "noise_std", "noise_seed"),
+    "pan": ("motion", "pan"),
+    "swap": ("motion",),
+}
 API_FIELDS = ("provider", "model_id", "api_key_env", "base_url")
 # What a job reads from the registry itself, not from its params: how the model runs or is
 # reached, which changes no video (and so reruns nothing).
@@ -44,7 +51,8 @@ class ModelSpec:
     names its `provider` (veo, sora), the provider's `model_id`, the variable holding its key
     (`api_key_env`) and optionally an endpoint (`base_url`); its `generation` holds the
     provider's own settings, named as its SDK names them. An entry with `source: static` is
-    the input image held still: its `generation` holds the clip's `num_frames` and `fps`.
+    a shortcut baseline made from the input image: its `generation` holds the clip's
+    `num_frames`, `fps` and `motion` (hold, noise, pan, swap; docs/models.md).
     An entry with `source: images` reads its `images` folder. `output` says what it makes:
     `video`, or `image` (an image model: `source: images`, an image API, an image pipeline)."""
 
@@ -107,8 +115,10 @@ class ModelSpec:
             return {"source": VIDEOS, "videos": self.videos}
         if self.kind == IMAGES:
             return {"source": IMAGES, "images": self.images}
-        if self.kind == STATIC:
-            return {"source": STATIC, "generation": self.generation}
+        if self.kind == STATIC:  # what its motion reads (a held image: frames and fps)
+            keys = ("num_frames", "fps", *MOTION_SETTINGS[self.generation["motion"]])
+            generation = {key: self.generation[key] for key in keys}
+            return {"source": STATIC, "generation": generation}
         image = {"output": self.output} if self.output == "image" else {}
         if self.kind == API:  # not how it is reached: key variable, endpoint
             return {

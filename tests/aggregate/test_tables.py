@@ -221,6 +221,14 @@ def test_final_by_domain_level(built):
     assert t[t.model == M].domain.unique().tolist() == ["dA", "dB", "overall"]
 
 
+def test_a_shortcut_baseline_is_tabled_but_not_pooled(run):
+    results = run.results.assign(baseline=run.results["model"] == V)  # V as a baseline
+    t = tables.final_by_domain_level(results)
+    assert cell(t, model=V, domain="overall", level="avg").final == pytest.approx(4.5 / 7)
+    pooled = cell(t, model="all", domain="overall", level="avg")  # M's alone
+    assert (pooled.final, pooled.n) == (pytest.approx(0.55), 5)
+
+
 def test_metrics_are_means_of_per_instance_values(built):
     t = built["metrics_by_domain_level"]
     row = cell(t, model=M, domain="dA", level=1)

@@ -16,6 +16,7 @@ from PIL import Image
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
+from tests.support.shared import shared_folder
 from tests.support.workflow import REPO, default_config, snakemake
 from workflow_scripts.aggregate.tables import TABLES
 
@@ -23,12 +24,11 @@ STEPS = [1, 2, 3, 4, 10, 20, 40]
 JUDGE = Judge(tier=1, violations=[0, 1])
 
 
-@pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
+def build_default_run(workdir: Path) -> None:
     """The default workflow (tiny Wan2.2, bundled examples, half subset) run to the end, with
-    the judge pointed at the local test server, then its report."""
-    workdir = tmp_path_factory.mktemp("default")
-    config = default_config(workdir)
+    the judge pointed at the local test server, then its report; its config in
+    `config.yaml` (outdir `results`, relative: a copy is the same finished run)."""
+    config = default_config(workdir) | {"outdir": "results"}
     with pytest.MonkeyPatch.context() as env, FakeVLM(Transitioner(other=JUDGE)) as fake:
         env.setenv("FAKE_VLM_KEY", "test-key")
         config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
@@ -36,7 +36,18 @@ def default_run(tmp_path_factory):
         assert result.returncode == 0, result.stdout[-3000:]
         report = snakemake(workdir, config, "--report", str(workdir / "report.zip"))
         assert report.returncode == 0, report.stdout[-3000:]
-    return workdir, config
+
+
+def default_study(tmp_path_factory) -> Path:
+    """The folder of the session's default run (`build_default_run`), shared with
+    tests/publish/test_publish.py: read it, or copy it (`copy_of`) to write."""
+    return shared_folder(tmp_path_factory, "default_run", build_default_run)
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    workdir = default_study(tmp_path_factory)
+    return workdir, yaml.safe_load((workdir / "config.yaml").read_text(encoding="utf-8"))
 
 
 def test_default_run_writes_every_video_and_checkpoint(default_run):

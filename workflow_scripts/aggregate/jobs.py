@@ -54,6 +54,8 @@ def tables_job(smk) -> None:
         main = every[every["condition"] == "default"]
         pairs = pairs[pairs["condition"] == "default"]
         averaged = sensitivity.average_seeds(main).drop(columns="seeds_ok")
+        # a shortcut baseline is tabled beside the models, never pooled into `all`
+        averaged["baseline"] = averaged["model"].isin(getattr(params, "baselines", []))
         taxonomy = load_taxonomy(smk.input.taxonomy)
         tags = Counter(tag for _, tags in taxonomy.values() for tag in tags)
         tables = all_tables(averaged, pairs, params.vbvr_pairs, params.pool, tag_tasks=tags)

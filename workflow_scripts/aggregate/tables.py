@@ -62,9 +62,13 @@ def bootstrap(values, seed: int = SEED, resamples: int = RESAMPLES):
 
 
 def _pool(frame: pd.DataFrame, **labels: str) -> pd.DataFrame:
-    """``frame`` plus, for each column named, a copy of it all with that column pooled."""
+    """``frame`` plus, for each column named, a copy of it all with that column pooled; the
+    models' pool leaves out the rows of a shortcut baseline (``baseline`` true, if given)."""
     for column, label in labels.items():
-        frame = pd.concat([frame, frame.assign(**{column: label})], ignore_index=True)
+        pooled = frame
+        if column == "model" and "baseline" in frame:
+            pooled = frame[~frame["baseline"].astype(bool)]
+        frame = pd.concat([frame, pooled.assign(**{column: label})], ignore_index=True)
     return frame
 
 

@@ -130,6 +130,11 @@ class Study:
         """The models whose video is the input image held still (a baseline)."""
         return [key for key, spec in self.models.items() if spec.kind == STATIC]
 
+    def swapped(self, condition: str = DEFAULT_CONDITION) -> dict[str, str]:
+        """Each instance of `condition` -> whose image a `motion: swap` baseline shows in
+        its place: the next selected instance of its task (`next_in_task`)."""
+        return next_in_task(self.instances_of(condition))
+
     @property
     def without_checkpoints(self) -> list[str]:
         """The models without denoising checkpoints: video APIs, videos made elsewhere, held
@@ -207,6 +212,8 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
             if spec.kind == IMAGES and Path(spec.images).is_dir():
                 images[key], found = held_outputs(key, spec.images, image_table, "image", coverage)
                 problems += found
+    if table is not None:
+        problems += swap_problems(models, {DEFAULT_CONDITION: table, **conditions})
     if problems:
         raise StudyError(problems)
     return Study(
@@ -221,6 +228,32 @@ def load_study(config: dict, registry: dict, image_cache: str | None = None) -> 
         images=images,
         coverage=pd.DataFrame(coverage, columns=COVERAGE),
     )
+
+
+def next_in_task(rows: pd.DataFrame) -> dict[str, str]:
+    """Each instance -> the next instance of its task in `rows` (by id; the last takes the
+    first): another instance of the same task, the same one only where the task has one."""
+    swapped = {}
+    for _, group in rows.groupby("task", sort=False):
+        ordered = sorted(group.index)
+        swapped |= dict(zip(ordered, ordered[1:] + ordered[:1], strict=True))
+    return swapped
+
+
+def swap_problems(models: dict[str, ModelSpec], tables: dict[str, pd.DataFrame]) -> list[str]:
+    """A `motion: swap` baseline needs another selected instance of each task it covers."""
+    swaps = [key for key, spec in models.items() if spec.generation.get("motion") == "swap"]
+    problems = []
+    for condition, rows in tables.items() if swaps else ():
+        where = "" if condition == DEFAULT_CONDITION else f" (condition {condition})"
+        counts = rows["task"].value_counts()
+        problems += [
+            f"model(s) {', '.join(swaps)} (motion: swap) show another instance of the same "
+            f"task, but task {task} has one selected instance{where}: select more "
+            "(benchmark.levels, subset) or leave these models out"
+            for task in sorted(counts[counts < 2].index)
+        ]
+    return problems
 
 
 def held_outputs(

@@ -1,0 +1,1 @@
+"""Publishing a study: its videos, checkpoints, verdicts and labels as a Hugging Face dataset."""
