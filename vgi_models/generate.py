@@ -67,16 +67,16 @@ def generate(
     versions = package_versions(PACKAGES)
     trajectory = contextlib.nullcontext()
     if state_dir is not None:
-        key = state_key(
-            settings=spec.settings(),
-            denoise={"steps": sorted(steps), "decode": decode},
-            prompt=prompt,
-            image=hashlib.sha256(Path(image).read_bytes()).hexdigest(),
-            versions=versions,
-        )
-        path = Path(state_dir) / f"{key}.pt"
+        decides = {  # the settings include the approximate runtime values
+            "settings": spec.settings(),
+            "denoise": {"steps": sorted(steps), "decode": decode},
+            "prompt": prompt,
+            "image": hashlib.sha256(Path(image).read_bytes()).hexdigest(),
+            "versions": versions,
+        }
+        path = Path(state_dir) / f"{state_key(**decides)}.pt"
         trajectory = Trajectory(
-            pipe, path, generator, save_every, family.loop_tensors, family.schedulers
+            pipe, path, generator, save_every, family.loop_tensors, family.schedulers, decides
         )
 
     with trajectory as resumable:  # a SIGTERM while decoding keeps the last step's state
