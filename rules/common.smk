@@ -1,6 +1,7 @@
 import contextlib
 import functools
 import json
+import math
 import os
 import re
 import shlex
@@ -43,6 +44,7 @@ from vgi_models.registry import (
     weight_problems,
     with_defaults,
 )
+from vgi_models.runtime import warmup_minutes
 
 RUN_STARTED = time.time()
 OUT = config["outdir"]
@@ -318,9 +320,36 @@ def ranking_files(wildcards):
     return sorted(str(path) for path in Path(folder).glob("*.csv")) if folder else []
 
 
+# The profile's retries (slurm/config.yaml): a job that failed, out of memory or out of time
+# among the causes, is submitted again asking for RETRY_GROWTH times the memory and time
+# limit of its previous attempt.
+RETRY_GROWTH = 1.5
+GROWS = ("mem_mb", "runtime")
+
+
+def time_limit(spec, default=None):
+    """Minutes of a GPU job of `spec` (a ModelSpec) at its first attempt: the registry's
+    `resources.runtime` (else `default`), plus any compilation's warm-up."""
+    minutes = spec.resources.get("runtime", default)
+    return None if minutes is None else minutes + warmup_minutes(spec.runtime)
+
+
+def job_resource(spec, name, default, attempt):
+    """Resource `name` of a job of `spec` at `attempt` (1 for the first): the registry's
+    `resources` (else `default`); memory and time grown by RETRY_GROWTH per retry."""
+    value = (
+        time_limit(spec, default)
+        if name == "runtime"
+        else spec.resources.get(name, default)
+    )
+    return math.ceil(value * RETRY_GROWTH ** (attempt - 1)) if name in GROWS else value
+
+
 def model_resource(name, default):
-    """A per-model resource from the registry's `resources`."""
-    return lambda w: STUDY.models[RUNS[w.model][0]].resources.get(name, default)
+    """A per-model resource of the job's run (`job_resource`)."""
+    return lambda w, attempt: job_resource(
+        STUDY.models[RUNS[w.model][0]], name, default, attempt
+    )
 
 
 def model_runs(pattern):
@@ -539,8 +568,10 @@ def image_prompt(wildcards):
 
 
 def image_model_resource(name, default):
-    """A per-model resource of an image model from the registry's `resources`."""
-    return lambda w: STUDY.image_models[w.model].resources.get(name, default)
+    """A per-model resource of an image model (`job_resource`)."""
+    return lambda w, attempt: job_resource(
+        STUDY.image_models[w.model], name, default, attempt
+    )
 
 
 def image_task(wildcards):

@@ -53,7 +53,8 @@ class Run:
     fps: float | None = None
     width: int | None = None
     height: int | None = None
-    runtime_min: float | None = None  # registry resources.runtime (minutes on an H20)
+    # registry resources.runtime (minutes on an H20), with runtime.compile's warm-up
+    runtime_min: float | None = None
     gpu_type: str | None = None  # registry resources.gpu_type (its GPU-hours' price)
     sample: str | None = None  # one of its videos or images (made elsewhere: clip, size)
     entry: dict = field(default_factory=dict)  # its registry entry (what a video costs)
