@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
@@ -91,6 +92,18 @@ def test_nothing_reruns_for_interpreter_checkout_registry_path_or_judge_pacing(
         registry = "model_registry=models copy.yaml"
         again = run(moved, PYTHON_M, "-n", "--config", ONE_TASK, changed, registry)
         assert NOTHING in again.stdout, again.stdout[-3000:]
+
+    # how the model runs: an exact runtime value reruns nothing, an approximate one its videos
+    entries = yaml.safe_load((moved / "models copy.yaml").read_text(encoding="utf-8"))
+    for runtime, reruns in (
+        ({"compile": True, "offload": "model"}, False),
+        ({"vae_tiling": True}, True),
+    ):
+        entries["tiny_wan22"]["runtime"] = runtime
+        (moved / "models copy.yaml").write_text(yaml.safe_dump(entries), encoding="utf-8")
+        dry = snakemake_cli(["-n", "--config", ONE_TASK, changed, registry], cwd=moved)
+        assert (NOTHING not in dry.stdout) == reruns, dry.stdout[-3000:]
+        assert ("rule generate:" in dry.stdout) == reruns
 
 
 def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_path, monkeypatch):
