@@ -123,7 +123,8 @@ API_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.api]
 STATIC_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.static]
 
 # How `generate`'s shell command finds the interpreter, its entry and the registry (read
-# for `runtime`, which changes no video). Snakemake reruns a job whose command text
+# for `runtime`, whose values that change the video its params carry too). Snakemake
+# reruns a job whose command text
 # changed, so the text holds none of them: they are variables of the shell commands
 # (`shell.prefix`), set here (a SLURM job parses this file again; a deployed env brings
 # its own `python`), not `{NAME}`s in the text, which `snakemake --lint` flags. The VLM
