@@ -25,7 +25,11 @@ An option whose kernel is not installed reports `unavailable`. On an H100 the pu
 for Wan2.2-I2V-A14B at 720p (1055.9 s, 59.7 GB: Wan-Video/Wan2.2's table) is printed beside
 ours.
 
-    timeout 570 python bench/gpu_generate.py --steps 2 --json-out "$OUT/gpu_generate.json"
+    timeout 570 python bench/gpu_generate.py --models wan22_i2v_a14b --steps 1 \
+        --json-out "$OUT/gpu_generate.json"
+
+(a Wan2.2 step at 720p is about 13 PFLOP, some 30 s on an H100, and at `--steps 1` each option
+makes four calls, two steps' worth: one model per command of 10 minutes; `--options` narrows).
 
 `--scale tiny` runs the same code on the CPU with the project's tiny builds, and adds each
 option's measured check (`vgi_models.exactness`): the tiny pipeline's trajectory (final latents,
@@ -660,13 +664,16 @@ def per_video(key: str, entry: dict, option: str) -> dict:
     decode = entry["vae"].get("vae_tiling" if option == "vae_tiling" else "native", {})
     compared = decode if option == "vae_tiling" else denoise
     load = entry["load"].get("load_s")
+    failed = [
+        part.get("status") for part in (compared, denoise, decode) if part.get("status") != "ok"
+    ]
     row = {
         "model": key,
         "option": option,
         "class": APPROXIMATE if trajectory_runtime(OPTIONS[option]) else EXACT,
-        "status": compared.get("status"),
+        "status": failed[0] if failed else "ok",
     }
-    if denoise.get("status") != "ok" or decode.get("status") != "ok" or load is None:
+    if failed or load is None:
         return row | {"call_rel": compared.get("call_rel")}
     parts = {
         "load_s": load * m.denoisers,
