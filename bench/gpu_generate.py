@@ -1,4 +1,4 @@
-"""Full-size denoiser step time, FLOP rate and memory, and one tiled 720p VAE decode, per family.
+"""Seconds per video, memory, MFU and exactness of each runtime option, per model, at full size.
 
 Wan2.2-I2V-A14B (one expert), HunyuanVideo-1.5 I2V 720p and LTX-2.3 are built from their released
 configs with random weights (meta device, then allocated on the GPU in bf16) and their
@@ -11,13 +11,33 @@ modality-isolation call. FLOPs per call of batch b, with d = heads * head_dim:
          + sum over attentions of 4 * n_query * n_key * d)
 
 (embedders, norms, RoPE and the output projection, about 1%, left out). Forward hooks count the
-block Linears' FLOPs in the warm-up call: `linear_check` (counted / formula) must be 1.
+block Linears' FLOPs in the reference's first call: `linear_check` (counted / formula) must be 1.
 
-    timeout 570 python bench/gpu_generate.py --steps 2 --json-out "$OUT/gpu_generate.json"
+Each runtime option (`OPTIONS`: an attention backend, regional compilation, sequential offload,
+VAE tiling) is run alone against the reference (native attention, eager, on the GPU, untiled):
+- seconds per video = the denoisers' load (their weights copied from host memory: disk reads
+  and the text encoder come on top) + the warm-up (compilation) + `num_inference_steps` steps
+  + DECODES VAE decodes (LTX-2.3: its first stage);
+- peak GPU memory, MFU (FLOP rate / the GPU's datasheet dense bf16 peak);
+- `call_rel`: the relative RMS difference of one call's output from the reference's on the
+  same inputs (VAE tiling: of the decoded video); bf16 rounds at 2^-8 = 0.0039.
+An option whose kernel is not installed reports `unavailable`. On an H100 the published figure
+for Wan2.2-I2V-A14B at 720p (1055.9 s, 59.7 GB: Wan-Video/Wan2.2's table) is printed beside
+ours.
 
-`--scale tiny` runs the same code on the CPU with the project's tiny builds (a logic check;
-`--smoke` is `--scale tiny --steps 1`, CI's run: no figure of the real models). The last output
-line is the JSON summary; `--json-out` rewrites it after each model.
+    timeout 570 python bench/gpu_generate.py --models wan22_i2v_a14b --steps 1 \
+        --json-out "$OUT/gpu_generate.json"
+
+(a Wan2.2 step at 720p is about 13 PFLOP, some 30 s on an H100, and at `--steps 1` each option
+makes four calls, two steps' worth: one model per command of 10 minutes; `--options` narrows).
+
+`--scale tiny` runs the same code on the CPU with the project's tiny builds, and adds each
+option's measured check (`vgi_models.exactness`): the tiny pipeline's trajectory (final latents,
+x0 checkpoints, video) under the option against the reference's, over `--probe-steps` steps:
+docs/models.md's table of runtime options comes from `--scale tiny --options native
+_native_math compile vae_tiling`. `--smoke` is `--scale tiny --steps 1 --probe-steps 2` without
+compilation, CI's run: no figure of the real models. The last output line is the JSON summary;
+`--json-out` rewrites it after each model and at the end.
 """
 
 from __future__ import annotations
@@ -26,6 +46,7 @@ import argparse
 import functools
 import gc
 import json
+import math
 import sys
 import time
 import traceback
@@ -40,13 +61,39 @@ from accelerate import init_empty_weights
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from vgi_models import exactness  # noqa: E402
+from vgi_models.exactness import probe_tiles, rms  # noqa: E402
 from vgi_models.families.hunyuan15_attention import use_prefix_attention  # noqa: E402
 from vgi_models.registry import load_registry  # noqa: E402
+from vgi_models.runtime import APPROXIMATE, EXACT, trajectory_runtime  # noqa: E402
 
-PEAK_TFLOPS = 790.0  # H200 bf16 dense, as briefed (NVIDIA lists 989 for SXM, 835 for NVL)
+# dense bf16 peak TFLOPS by the GPU's name (NVIDIA datasheets; H100, H200: SXM)
+DATASHEET_TFLOPS = {"H100": 989.0, "H200": 989.0, "H20": 148.0, "A100": 312.0}
 TIMESTEP = 500.0  # mid-trajectory; the value does not change the work
 GIB = 2**30
 MODELS = ("ltx23_i2v", "wan22_i2v_a14b", "hunyuan15_i2v")  # registry keys, quickest first
+OPTIONS = {  # name -> the runtime settings it sets (vgi_models.runtime)
+    "native": {},  # the reference
+    "_native_math": {"attention_backend": "_native_math"},  # PyTorch's unfused SDPA: the CPU's
+    "xformers": {"attention_backend": "xformers"},
+    "flash": {"attention_backend": "flash"},
+    "_flash_3": {"attention_backend": "_flash_3"},
+    "sage": {"attention_backend": "sage"},
+    "compile": {"compile": True},
+    "offload": {"offload": "sequential"},
+    "vae_tiling": {"vae_tiling": True},
+}
+# _native_math at full size would hold every S x S attention matrix: the tiny scale's alone
+DEFAULT_OPTIONS = {
+    "full": [o for o in OPTIONS if o != "_native_math"],
+    "tiny": ["native", "_native_math", "compile", "vae_tiling"],
+}
+SMOKE_OPTIONS = ["native", "_native_math", "vae_tiling"]
+CPU_BACKENDS = ("native", "_native_math")
+# decodes per video: the video and config/config.yaml's seven checkpoints (at most)
+DECODES = 1 + len(yaml.safe_load((REPO / "config/config.yaml").read_text())["denoise"]["steps"])
+PROBE_IMAGE = REPO / "tasks/examples/maze_square/input_image/lv1/maze_square_lv1_001.png"
+OFFICIAL_H100_S, OFFICIAL_H100_GB = 1055.9, 59.7  # Wan-Video/Wan2.2: I2V-A14B, 720p, one H100
 
 
 @dataclass(frozen=True)
@@ -58,11 +105,6 @@ class Call:
     per_step: int
     stg_blocks: tuple[int, ...] = ()  # LTX: self-attention skipped (STG)
     isolate: bool = False  # LTX: audio<->video attention off (modality guidance)
-
-
-def square_tiles(**sizes) -> dict:
-    """`enable_tiling()` arguments, each size for height and width (small, so tiny VAEs tile)."""
-    return {f"tile_{k}_{side}": v for k, v in sizes.items() for side in ("height", "width")}
 
 
 def build_empty(cls, config):
@@ -84,8 +126,8 @@ class Model:
         if scale == "tiny":  # the configs of the project's tiny build
             pipe = spec.build()
             self.transformer, self.vae = dict(pipe.transformer.config), dict(pipe.vae.config)
-        self.tiling = self.tiny_tiling if scale == "tiny" else {}
-        self.gen = spec.generation
+        self.tiny, self.gen = scale == "tiny", spec.generation
+        self.denoisers = len(spec.pipeline_family.denoisers)
         meta = build_empty(self.transformer_cls, self.transformer)
         self.c = meta.config
         channels, t_ratio, s_ratio = self.geometry(build_empty(self.vae_cls, self.vae))
@@ -155,7 +197,6 @@ class Wan(Model):
     transformer = {"in_channels": 36}  # Wan2.2-I2V-A14B-Diffusers: class defaults, 16+16+4 in
     vae = {}  # the class defaults are the Wan2.1 VAE that A14B ships
     vae_fp32 = True  # as vgi_models.families.wan loads it
-    tiny_tiling = square_tiles(sample_min=128, sample_stride=96)
 
     def blocks(self, model):
         return model.blocks
@@ -192,8 +233,6 @@ class Hunyuan15(Model):
     vae_cls = diffusers.AutoencoderKLHunyuanVideo15
     transformer = {"target_size": 960}  # convert_hunyuan_video1_5_to_diffusers.py, 720p_i2v
     vae = {}  # the class defaults: 32 channels, 16x spatial, 4x temporal
-    # Its tiled decode keeps 3/4 of each tile uncropped: tiles must be 16x larger in pixels.
-    tiny_tiling = square_tiles(sample_min=64, latent_min=4)
     GLYPH, IMAGE = 256, 729  # ByT5 prompt padded to 256 tokens; 729 SigLIP image tokens
     TEXT_LINEARS = ("attn.add_", "attn.to_add_out", "ff_context.")  # on the text tokens
 
@@ -261,7 +300,6 @@ class LTX23(Model):
         spatial_compression_ratio=32,
         temporal_compression_ratio=8,
     )
-    tiny_tiling = square_tiles(sample_min=32, sample_stride=16)
     # attention module -> (query stream, key/value stream)
     ATTENTION = {
         "attn1": ("video", "video"),
@@ -340,11 +378,15 @@ FAMILIES = {"wan22": Wan, "hunyuan15": Hunyuan15, "ltx23": LTX23}
 
 
 @functools.cache
+def registry() -> dict:
+    return load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
+
+
+@functools.cache
 def plan(key: str, scale: str) -> Model:
     """Registry entry `key` (at tiny scale: its family's `tiny_*` entry), nothing allocated yet."""
-    registry = load_registry(yaml.safe_load((REPO / "config/models.yaml").read_text()))
-    family = registry[key].family
-    return FAMILIES[family](registry[f"tiny_{family}" if scale == "tiny" else key], scale)
+    family = registry()[key].family
+    return FAMILIES[family](registry()[f"tiny_{family}" if scale == "tiny" else key], scale)
 
 
 def describe(key: str, scale: str) -> dict:
@@ -425,124 +467,332 @@ def peak_gib(device: str) -> float | None:
     return round(torch.cuda.max_memory_allocated() / GIB, 2) if device == "cuda" else None
 
 
-def run_denoiser(m: Model, device: str, dtype: torch.dtype, steps: int) -> dict:
-    sync(device, reset_peak=True)
-    model = m.prepare(materialize(build_empty(m.transformer_cls, m.transformer), device, dtype))
-    inputs = {c.name: m.inputs(c, {"device": device, "dtype": dtype}) for c in m.calls}
-    with torch.inference_mode():
-        # warm-up: each kind of call once, its Linear FLOPs counted against the formula's
-        check = {
-            c.name: counted_linear_flops(model, m.blocks(model), inputs[c.name])
-            / m.flops[c.name]["linear"]
-            for c in m.calls
-        }
-        sync(device)
+def peak_tflops(device: str) -> float | None:
+    """The device's dense bf16 peak (None: a CPU, or a GPU not in DATASHEET_TFLOPS)."""
+    name = torch.cuda.get_device_name() if device == "cuda" else ""
+    found = [tflops for gpu, tflops in DATASHEET_TFLOPS.items() if gpu in name.split()]
+    return found[0] if found else None
+
+
+def tensors(output) -> list[torch.Tensor]:
+    """The tensors of a denoiser's output tuple (LTX-2.3: video and audio)."""
+    return [t for t in output if isinstance(t, torch.Tensor)]
+
+
+def relative(output: list[torch.Tensor], reference: list[torch.Tensor]) -> float:
+    """The largest relative RMS difference of `output` from `reference`, tensor by tensor."""
+    return max(
+        rms(o.float() - r.float()) / rms(r.float()) for o, r in zip(output, reference, strict=True)
+    )
+
+
+class Unavailable(Exception):
+    """An option this machine cannot run (no CUDA, a kernel not installed)."""
+
+
+class Denoiser:
+    """One model's denoiser, allocated once with its inputs, run under each runtime option.
+
+    Options run in the order given, the reference (`native`) first: its outputs are what
+    each other option's are compared with. `offload` leaves the weights in accelerate's hooks,
+    so it runs last.
+    """
+
+    def __init__(self, m: Model, device: str, dtype: torch.dtype):
+        self.m, self.device = m, device
+        sync(device, reset_peak=True)
+        empty = build_empty(m.transformer_cls, m.transformer)
+        self.model = m.prepare(materialize(empty, device, dtype))
+        self.inputs = {c.name: m.inputs(c, {"device": device, "dtype": dtype}) for c in m.calls}
+        self.reference: dict | None = None
+
+    def call(self, c: Call) -> list[torch.Tensor]:
+        return tensors(self.model(**self.inputs[c.name], return_dict=False))
+
+    def load(self) -> dict:
+        """Seconds to copy the weights from host memory onto the device (once per denoiser)."""
+        model = self.model.to("cpu")
+        sync(self.device)
         start = time.perf_counter()
-        for _ in range(steps):
-            for c in m.calls:
-                for _ in range(c.per_step):
-                    model(**inputs[c.name], return_dict=False)
-        sync(device)
-        s_step = (time.perf_counter() - start) / steps
-    tflops = m.step_tflop() / s_step
-    return {
-        "s_per_step": s_step,
-        "tflops": tflops,
-        "pct_peak": 100 * tflops / PEAK_TFLOPS,
-        "weights_gib": sum(x.numel() * x.element_size() for x in model.parameters()) / GIB,
-        "peak_gib": peak_gib(device),
-        "linear_check": check,
-    }
+        model.to(self.device)
+        sync(self.device)
+        return {"load_s": time.perf_counter() - start, "denoisers": self.m.denoisers}
+
+    def measure(self, option: str, steps: int) -> dict:
+        runtime, model, m, device = OPTIONS[option], self.model, self.m, self.device
+        blocks = [b for b in model.modules() if type(b).__name__ in model._repeated_blocks]
+        if runtime.get("offload") and device == "cpu":
+            raise Unavailable("on a CPU there is nothing to offload to")
+        if option != "native" and self.reference is None:
+            raise Unavailable("no reference: native did not run")
+        try:
+            model.set_attention_backend(runtime.get("attention_backend", "native"))
+        except (ImportError, RuntimeError, ValueError) as err:
+            raise Unavailable(str(err)) from None
+        if runtime.get("compile"):
+            model.compile_repeated_blocks()
+        if runtime.get("offload"):
+            from accelerate import cpu_offload
+
+            cpu_offload(model.to("cpu"), execution_device=device)
+        figures = {}
+        try:
+            with torch.inference_mode():
+                if self.reference is None:  # the reference: FLOPs counted against the formula
+                    figures["linear_check"] = {
+                        c.name: counted_linear_flops(model, m.blocks(model), self.inputs[c.name])
+                        / m.flops[c.name]["linear"]
+                        for c in m.calls
+                    }
+                sync(device, reset_peak=True)
+                first = []  # each kind of call once, twice: the first pays any warm-up
+                for _ in range(2):
+                    start = time.perf_counter()
+                    outputs = {c.name: self.call(c) for c in m.calls}
+                    sync(device)
+                    first.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                for _ in range(steps):
+                    for c in m.calls:
+                        for _ in range(c.per_step):
+                            self.call(c)
+                sync(device)
+                s_step = (time.perf_counter() - start) / steps
+        finally:
+            model.set_attention_backend("native")
+            for block in blocks:  # compiled: back to eager
+                block._compiled_call_impl = None
+        if self.reference is None:
+            self.reference = outputs
+        tflops, peak = m.step_tflop() / s_step, peak_tflops(device)
+        return figures | {
+            "s_per_step": s_step,
+            "warmup_s": max(0.0, first[0] - first[1]),
+            "tflops": tflops,
+            "mfu_pct": None if peak is None else 100 * tflops / peak,
+            "weights_gib": sum(x.numel() * x.element_size() for x in model.parameters()) / GIB,
+            "peak_gib": peak_gib(device),
+            "call_rel": max(relative(outputs[n], r) for n, r in self.reference.items()),
+        }
 
 
 def run_vae(m: Model, device: str, dtype: torch.dtype) -> dict:
+    """One decode of the video's latent untiled (the reference) and tiled (`vae_tiling`: the
+    VAE's default tiles, a tiny VAE's `probe_tiles`), and the difference of the two videos."""
     vae_dtype = torch.float32 if m.vae_fp32 else dtype
     vae = materialize(build_empty(m.vae_cls, m.vae), device, vae_dtype)
-    vae.enable_tiling(**m.tiling)
     latents = torch.randn((1, *m.latent), device=device, dtype=vae_dtype)
+    found, videos = {}, {}
     with torch.inference_mode():
         vae.decode(latents[:, :, :2, :8, :8], return_dict=False)  # warm-up on a corner
-        sync(device, reset_peak=True)
-        start = time.perf_counter()
-        video = vae.decode(latents, return_dict=False)[0]
-        sync(device)
-    seconds = time.perf_counter() - start
-    return {"decode_s": seconds, "peak_gib": peak_gib(device), "video_shape": list(video.shape[2:])}
+        for option in ("native", "vae_tiling"):
+            if option == "vae_tiling":
+                vae.enable_tiling(**(probe_tiles(vae) if m.tiny else {}))
+            sync(device, reset_peak=True)
+            start = time.perf_counter()
+            try:
+                videos[option] = vae.decode(latents, return_dict=False)[0]
+            except torch.cuda.OutOfMemoryError as err:
+                found[option] = {"status": "oom", "error": str(err)[:300]}
+                continue
+            sync(device)
+            seconds = time.perf_counter() - start
+            found[option] = {"status": "ok", "decode_s": seconds, "peak_gib": peak_gib(device)}
+            found[option]["video_shape"] = list(videos[option].shape[2:])
+    if len(videos) == 2:  # decoded in [-1, 1]: PSNR over that range
+        tiled, whole = (videos[o].float() for o in ("vae_tiling", "native"))
+        error = rms(tiled - whole)
+        found["vae_tiling"]["call_rel"] = error / rms(whole)
+        found["vae_tiling"]["psnr_db"] = math.inf if error == 0 else 20 * math.log10(2 / error)
+    return found
+
+
+@functools.cache
+def probe_spec(key: str, steps: int):
+    """The tiny registry entry of `key`'s family, at `steps` denoising steps."""
+    tiny = registry()[f"tiny_{registry()[key].family}"]
+    return tiny.with_generation(num_inference_steps=steps)
+
+
+@functools.cache
+def probe_run(key: str, option: str, steps: int) -> dict:
+    spec = probe_spec(key, steps)
+    marks = tuple(s for s in exactness.STEPS if s < steps) + (steps,)
+    return exactness.trajectory(spec, OPTIONS[option], str(PROBE_IMAGE), steps=marks)
+
+
+def probe(key: str, option: str, steps: int) -> dict:
+    """The tiny pipeline's trajectory under `option` against the reference's
+    (`vgi_models.exactness`): the classification's measured check."""
+    if OPTIONS[option].get("offload"):
+        raise Unavailable("on a CPU there is nothing to offload to")
+    backend = OPTIONS[option].get("attention_backend", "native")
+    if backend not in CPU_BACKENDS:
+        raise Unavailable(f"attention backend {backend} needs CUDA")
+    found = exactness.difference(probe_run(key, "native", steps), probe_run(key, option, steps))
+    return found | {"exact": exactness.exact(found)}
 
 
 def attempt(fn, *args) -> dict:
-    """`fn(*args)` with a status: an error is reported and the other models still run. Memory is
-    freed once the exception (which holds the frames) is gone."""
+    """`fn(*args)` with a status: an error is reported and the other models still run. GPU
+    memory is freed once the exception (which holds the frames) is gone."""
     try:
         result = {"status": "ok"} | fn(*args)
+    except Unavailable as why:
+        result = {"status": "unavailable", "error": str(why)[:300]}
     except Exception as err:  # noqa: BLE001
         traceback.print_exc(limit=-4)
         status = "oom" if isinstance(err, torch.cuda.OutOfMemoryError) else "error"
         result = {"status": status, "error": f"{type(err).__name__}: {err}"[:500]}
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    free()
     return result
 
 
-def tables(models: dict) -> str:
-    """One row per call, then one column per model (the per-call figures left to the first)."""
-    calls = [
-        {"model": key, "call": name}
-        | c
-        | {"linear_check": e.get("denoiser", {}).get("linear_check", {}).get(name)}
-        for key, e in models.items()
-        for name, c in e["plan"].get("calls", {}).items()
+def free() -> None:
+    """GPU memory of what is gone back to the device (a collection takes 0.5 s: GPU only)."""
+    if torch.cuda.is_available():
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+def per_video(key: str, entry: dict, option: str) -> dict:
+    """One row: the seconds of one video under `option` alone (the reference runtime otherwise:
+    native attention, eager, on the GPU, untiled), from the measured parts: the denoisers' load,
+    the warm-up, `num_inference_steps` steps, DECODES decodes (LTX-2.3: its first stage)."""
+    m, gen = plan(key, entry["scale"]), entry["plan"]
+    denoise = entry["options"].get(option if option != "vae_tiling" else "native", {})
+    decode = entry["vae"].get("vae_tiling" if option == "vae_tiling" else "native", {})
+    compared = decode if option == "vae_tiling" else denoise
+    load = entry["load"].get("load_s")
+    failed = [
+        part.get("status") for part in (compared, denoise, decode) if part.get("status") != "ok"
     ]
-    per_model = pd.json_normalize(list(models.values())).set_axis(list(models)).T
-    per_model = per_model[~per_model.index.str.contains(r"\.calls\.|linear_check")]
-    short = per_model.map(lambda v: f"{v:.4g}" if isinstance(v, float) else v)
-    calls = pd.DataFrame(calls).to_string(index=False, float_format="{:.4g}".format)
-    return f"{calls}\n\n{short.to_string()}"
+    row = {
+        "model": key,
+        "option": option,
+        "class": APPROXIMATE if trajectory_runtime(OPTIONS[option]) else EXACT,
+        "status": failed[0] if failed else "ok",
+    }
+    if failed or load is None:
+        return row | {"call_rel": compared.get("call_rel")}
+    parts = {
+        "load_s": load * m.denoisers,
+        "warmup_s": denoise["warmup_s"] if option == "compile" else 0.0,
+        "denoise_s": m.gen["num_inference_steps"] * denoise["s_per_step"],
+        "decode_s": DECODES * decode["decode_s"],
+    }
+    peaks = [p for p in (denoise["peak_gib"], decode["peak_gib"]) if p is not None]
+    return (
+        row
+        | parts
+        | {
+            "video_s": sum(parts.values()),
+            "peak_gib": max(peaks) if peaks else None,
+            "mfu_pct": denoise["mfu_pct"],
+            "call_rel": compared.get("call_rel"),
+            "video": gen.get("video"),
+        }
+    )
+
+
+def table(summary: dict) -> pd.DataFrame:
+    """Every (model, option) row: `per_video`, and on the tiny scale the probe's figures."""
+    rows = []
+    for key, entry in summary["models"].items():
+        if entry["plan"]["status"] != "ok":
+            continue
+        for option in entry["options_run"]:
+            row = per_video(key, entry, option)
+            found = entry.get("trajectory", {}).get(option, {})
+            if found.get("status") == "ok":
+                row |= {k: found[k] for k in ("trajectory", "video_levels", "exact")}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def official(summary: dict, rows: pd.DataFrame) -> str | None:
+    """The published Wan2.2-I2V-A14B 720p figure beside ours, on an H100."""
+    if "H100" not in summary["device"].split() or rows.empty:
+        return None
+    ours = rows[(rows["model"] == "wan22_i2v_a14b") & (rows["option"] == "native")]
+    if ours.empty or "video_s" not in ours or pd.isna(ours["video_s"].iloc[0]):
+        return None
+    return (
+        f"wan22_i2v_a14b, 720p, 81 frames, 40 steps, one H100: {ours['video_s'].iloc[0]:.1f} s "
+        f"per video here; {OFFICIAL_H100_S} s and {OFFICIAL_H100_GB} GB in Wan-Video/Wan2.2's "
+        "own table (its generate.py, offloading the model and the T5)"
+    )
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=("full", "tiny"), default="full")
-    parser.add_argument("--steps", type=int, default=3, help="timed denoising steps per model")
+    parser.add_argument("--steps", type=int, default=3, help="timed denoising steps per option")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--options", nargs="+", choices=list(OPTIONS), help="default: the scale's")
+    parser.add_argument("--probe-steps", type=int, default=40, help="tiny: the probe's steps")
     parser.add_argument("--json-out", type=Path, help="rewritten after every model")
-    smoke = "CI: --scale tiny --steps 1 (the tiny builds on the CPU: checks the code, not a GPU)"
+    smoke = "CI: --scale tiny --steps 1 --probe-steps 2, the quick options"
     parser.add_argument("--smoke", action="store_true", help=smoke)
     args = parser.parse_args(argv)
     if args.smoke:  # the sizes shrink; flags given explicitly still win
-        parser.set_defaults(scale="tiny", steps=1)
+        parser.set_defaults(scale="tiny", steps=1, probe_steps=2, options=SMOKE_OPTIONS)
         args = parser.parse_args(argv)
     tiny = args.scale == "tiny"
     if not tiny and not torch.cuda.is_available():
         sys.exit("--scale full needs a CUDA GPU; --scale tiny checks the script on the CPU")
     device, dtype = ("cpu", torch.float32) if tiny else ("cuda", torch.bfloat16)
+    options = ["native", *(o for o in args.options or DEFAULT_OPTIONS[args.scale] if o != "native")]
+    options.sort(key=lambda o: o == "offload")  # it leaves the weights offloaded: last
     if tiny:
         torch.set_num_threads(1)  # tiny ops: more threads only wait at barriers (5x slower)
     summary = {
         "scale": args.scale,
         "device": "cpu" if tiny else torch.cuda.get_device_name(),
         "steps": args.steps,
-        "peak_tflops": PEAK_TFLOPS,
+        "peak_tflops": peak_tflops(device),
         "versions": {"torch": torch.__version__, "diffusers": diffusers.__version__},
         "models": {},
     }
     for key in args.models:
-        entry = summary["models"][key] = {"plan": attempt(describe, key, args.scale)}
+        entry = summary["models"][key] = {"scale": args.scale, "options_run": options}
+        entry["plan"] = attempt(describe, key, args.scale)
         print(f"[{key}] plan: {entry['plan']}", flush=True)
-        if entry["plan"]["status"] == "ok":
-            entry["denoiser"] = attempt(
-                run_denoiser, plan(key, args.scale), device, dtype, args.steps
-            )
-            print(f"[{key}] denoiser: {entry['denoiser']}", flush=True)
-            entry["vae"] = attempt(run_vae, plan(key, args.scale), device, dtype)
-            print(f"[{key}] VAE: {entry['vae']}", flush=True)
-        if args.json_out:
-            args.json_out.parent.mkdir(parents=True, exist_ok=True)
-            args.json_out.write_text(json.dumps(summary, indent=1) + "\n")
-    print(tables(summary["models"]))
+        if entry["plan"]["status"] != "ok":
+            continue
+        built = attempt(lambda m: {"denoiser": Denoiser(m, device, dtype)}, plan(key, args.scale))
+        denoiser = built.pop("denoiser", None)
+        entry["load"] = attempt(denoiser.load) if denoiser else built
+        entry["options"] = {}
+        for option in options:
+            if option != "vae_tiling":
+                entry["options"][option] = (
+                    attempt(denoiser.measure, option, args.steps) if denoiser else built
+                )
+                print(f"[{key}] {option}: {entry['options'][option]}", flush=True)
+        del denoiser  # its memory, before the VAE's
+        free()
+        entry["vae"] = attempt(run_vae, plan(key, args.scale), device, dtype)
+        print(f"[{key}] VAE: {entry['vae']}", flush=True)
+        if tiny:
+            entry["trajectory"] = {o: attempt(probe, key, o, args.probe_steps) for o in options}
+            print(f"[{key}] trajectory: {entry['trajectory']}", flush=True)
+        write(summary, args.json_out)
+    rows = table(summary)
+    summary["rows"] = rows.to_dict("records")
+    print(rows.to_string(index=False, float_format="{:.4g}".format))
+    if line := official(summary, rows):
+        print(line)
+        summary["official"] = line
+    write(summary, args.json_out)
     print(json.dumps(summary))
     return summary
+
+
+def write(summary: dict, path: Path | None) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ def wan22_720p(folder: Path, writes: int) -> dict:
     copy_s = time.perf_counter() - t0
     trajectory = Trajectory.__new__(Trajectory)  # only what a write reads
     trajectory.path, trajectory.key = folder / "wan22_720p.pt", "wan22_720p"
+    trajectory.decides = {}
     trajectory.outputs, trajectory.attempts, trajectory.stage = [], [], 0
     trajectory.started, trajectory.from_step, trajectory.computed = time.perf_counter(), 0, 40
     trajectory.latest = {

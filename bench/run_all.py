@@ -98,14 +98,14 @@ def headlines(name: str, summary: dict) -> list[tuple[str, object, str]]:
             for model, row in summary["minutes"].items()
             for gpu in ("H20", "H100/H200")
         ]
-    rows = []  # gpu_generate
-    for model, entry in summary["models"].items():
-        denoiser, vae = entry.get("denoiser", {}), entry.get("vae", {})
+    rows = []  # gpu_generate: a row per (model, option)
+    for row in summary["rows"]:
+        name = f"{row['model']}, {row['option']} ({row['class']})"
         rows += [
-            (f"s/step, {model}", denoiser.get("s_per_step", denoiser.get("status")), ""),
-            (f"% of peak bf16, {model}", denoiser.get("pct_peak"), ""),
-            (f"peak GiB, {model}", denoiser.get("peak_gib"), ""),
-            (f"VAE decode s, {model}", vae.get("decode_s", vae.get("status")), ""),
+            (f"s per video, {name}", row.get("video_s", row["status"]), ""),
+            (f"MFU %, {name}", row.get("mfu_pct"), ""),
+            (f"peak GiB, {name}", row.get("peak_gib"), ""),
+            (f"difference from native, {name}", row.get("call_rel"), ""),
         ]
     return rows
 

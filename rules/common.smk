@@ -1,6 +1,7 @@
 import contextlib
 import functools
 import json
+import math
 import os
 import re
 import shlex
@@ -44,6 +45,7 @@ from vgi_models.registry import (
     weight_problems,
     with_defaults,
 )
+from vgi_models.runtime import warmup_minutes
 
 RUN_STARTED = time.time()
 OUT = config["outdir"]
@@ -148,7 +150,8 @@ STATIC_RUNS = [key for key, (model, *_) in RUNS.items() if model in STUDY.static
 SWAPPED = {condition: STUDY.swapped(condition) for condition in CONDITIONS}
 
 # How `generate`'s shell command finds the interpreter, its entry and the registry (read
-# for `runtime`, which changes no video). Snakemake reruns a job whose command text
+# for `runtime`, whose values that change the video its params carry too). Snakemake
+# reruns a job whose command text
 # changed, so the text holds none of them: they are variables of the shell commands
 # (`shell.prefix`), set here (a SLURM job parses this file again; a deployed env brings
 # its own `python`), not `{NAME}`s in the text, which `snakemake --lint` flags. The VLM
@@ -355,9 +358,38 @@ def ranking_files(wildcards):
     return sorted(str(path) for path in Path(folder).glob("*.csv")) if folder else []
 
 
+# The profile's retries (slurm/config.yaml): a job that failed, out of memory or out of time
+# among the causes, is submitted again asking for RETRY_GROWTH times the memory and time
+# limit of its previous attempt.
+RETRY_GROWTH = 1.5
+GROWS = ("mem_mb", "runtime")
+
+
+def time_limit(spec, default=None, videos=1):
+    """Minutes of a GPU job of `spec` (a ModelSpec) making `videos` videos, at its first
+    attempt: the registry's `resources.runtime` (else `default`) per video, plus any
+    compilation's warm-up once."""
+    minutes = spec.resources.get("runtime", default)
+    return None if minutes is None else minutes * videos + warmup_minutes(spec.runtime)
+
+
+def job_resource(spec, name, default, attempt, videos=1):
+    """Resource `name` of a job of `spec` making `videos` videos, at `attempt` (1 for the
+    first): the registry's `resources` (else `default`); memory and time grown by
+    RETRY_GROWTH per retry."""
+    value = (
+        time_limit(spec, default, videos)
+        if name == "runtime"
+        else spec.resources.get(name, default)
+    )
+    return math.ceil(value * RETRY_GROWTH ** (attempt - 1)) if name in GROWS else value
+
+
 def model_resource(name, default):
-    """A per-model resource from the registry's `resources`."""
-    return lambda w: STUDY.models[RUNS[w.model][0]].resources.get(name, default)
+    """A per-model resource of the job's run (`job_resource`)."""
+    return lambda w, attempt: job_resource(
+        STUDY.models[RUNS[w.model][0]], name, default, attempt
+    )
 
 
 def model_runs(pattern):
@@ -580,8 +612,10 @@ def image_prompt(wildcards):
 
 
 def image_model_resource(name, default):
-    """A per-model resource of an image model from the registry's `resources`."""
-    return lambda w: STUDY.image_models[w.model].resources.get(name, default)
+    """A per-model resource of an image model (`job_resource`)."""
+    return lambda w, attempt: job_resource(
+        STUDY.image_models[w.model], name, default, attempt
+    )
 
 
 def image_task(wildcards):

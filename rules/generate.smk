@@ -53,7 +53,7 @@ for name, (key, members) in BATCHES.items():
         for task, instance in members
     ]
     member_images = [IMAGE[RUNS[key][1]][instance] for _, instance in members]
-    spec_resources = STUDY.models[RUNS[key][0]].resources
+    spec = STUDY.models[RUNS[key][0]]
 
     rule:
         name:
@@ -68,11 +68,15 @@ for name, (key, members) in BATCHES.items():
             f"{OUT}/logs/generate/{key}/{name}.log",
         conda:
             "../envs/inference.yaml"
-        threads: spec_resources.get("threads", 1)
+        threads: spec.resources.get("threads", 1)
         resources:
-            gpu=spec_resources.get("gpu", 1),
-            mem_mb=spec_resources.get("mem_mb", 16000),
-            runtime=spec_resources.get("runtime", 60) * len(members),
+            gpu=spec.resources.get("gpu", 1),
+            mem_mb=lambda w, attempt, spec=spec: job_resource(
+                spec, "mem_mb", 16000, attempt
+            ),
+            runtime=lambda w, attempt, spec=spec, n=len(members): job_resource(
+                spec, "runtime", 60, attempt, videos=n
+            ),
         params:
             run=key,
             settings=GENERATION_PARAMS[key],

@@ -102,7 +102,7 @@ def generate_batch(
     device = job_device()
     loaded, metas = None, []
     for one in instances:
-        kept = Path(one.state_dir) / state_key_of(spec, one, steps, decode)
+        kept = Path(one.state_dir) / state_key(**decides_of(spec, one, steps, decode))
         if restore(kept, one.out_dir):
             log.info("%s: restored from %s", one.out_dir, kept)
             metas.append(json.loads((one.out_dir / "generation.json").read_text()))
@@ -123,15 +123,16 @@ def load(spec: ModelSpec, device: str) -> Loaded:
     return Loaded(pipe, lora, seconds)
 
 
-def state_key_of(spec: ModelSpec, one: Instance, steps: list[int], decode: str) -> str:
-    """The key of `one`'s trajectory: everything that decides its video."""
-    return state_key(
-        settings=spec.settings(),
-        denoise={"steps": sorted(steps), "decode": decode},
-        prompt=one.prompt,
-        image=hashlib.sha256(Path(one.image).read_bytes()).hexdigest(),
-        versions=package_versions(PACKAGES),
-    )
+def decides_of(spec: ModelSpec, one: Instance, steps: list[int], decode: str) -> dict:
+    """Everything that decides `one`'s video (the settings include the approximate runtime
+    values): its trajectory's key is their digest."""
+    return {
+        "settings": spec.settings(),
+        "denoise": {"steps": sorted(steps), "decode": decode},
+        "prompt": one.prompt,
+        "image": hashlib.sha256(Path(one.image).read_bytes()).hexdigest(),
+        "versions": package_versions(PACKAGES),
+    }
 
 
 def make(
@@ -156,10 +157,10 @@ def make(
     versions = package_versions(PACKAGES)
     trajectory = contextlib.nullcontext()
     if one.state_dir is not None:
-        key = state_key_of(spec, one, steps, decode)
-        path = Path(one.state_dir) / f"{key}.pt"
+        decides = decides_of(spec, one, steps, decode)
+        path = Path(one.state_dir) / f"{state_key(**decides)}.pt"
         trajectory = Trajectory(
-            pipe, path, generator, save_every, family.loop_tensors, family.schedulers
+            pipe, path, generator, save_every, family.loop_tensors, family.schedulers, decides
         )
 
     with trajectory as resumable:  # a SIGTERM while decoding keeps the last step's state

@@ -18,6 +18,7 @@ import yaml
 
 from vgi_models.families import FAMILIES, Family
 from vgi_models.image_families import IMAGE_FAMILIES, ImageFamily
+from vgi_models.runtime import trajectory_runtime
 from vgi_models.sources import resolve
 
 SCHEMA = Path(__file__).resolve().parents[1] / "config" / "schemas" / "models.schema.yaml"
@@ -37,7 +38,8 @@ MOTION_SETTINGS = {
 }
 API_FIELDS = ("provider", "model_id", "api_key_env", "base_url")
 # What a job reads from the registry itself, not from its params: how the model runs or is
-# reached, which changes no video (and so reruns nothing).
+# reached, which changes no video (and so reruns nothing); of `runtime`, the approximate
+# values are in its params too (`vgi_models.runtime.trajectory_runtime`), and must agree.
 HOW_IT_RUNS = ("runtime", "resources", "api_key_env", "base_url")
 
 
@@ -110,7 +112,8 @@ class ModelSpec:
         return dataclasses.replace(self, generation=self.generation | settings)
 
     def settings(self) -> dict:
-        """Everything in the entry that determines a generated video (not how it runs)."""
+        """Everything in the entry that determines a generated video: of how a pipeline runs,
+        its approximate runtime values (`vgi_models.runtime.trajectory_runtime`)."""
         if self.kind == VIDEOS:
             return {"source": VIDEOS, "videos": self.videos}
         if self.kind == IMAGES:
@@ -136,7 +139,9 @@ class ModelSpec:
             **image,
         }
         settings |= {"pipeline": self.pipeline} if self.pipeline else {}
-        return settings | ({"lora": self.lora} if self.lora else {})
+        settings |= {"lora": self.lora} if self.lora else {}
+        approximate = trajectory_runtime(self.runtime)
+        return settings | ({"runtime": approximate} if approximate else {})
 
     def resolve_source(self) -> str:
         """The local weight directory; raises `FileNotFoundError` naming the model key."""
@@ -232,12 +237,23 @@ def run_spec(registry: str | Path, model: str, settings: str) -> tuple[ModelSpec
     """The model of one run as its job resolves it, and the denoising checkpoints to decode
     (None: a video API). What decides the video comes from the job's `settings` param
     (`ModelSpec.settings()` with the run's seed, and `denoise`); how it runs or is reached
-    (`HOW_IT_RUNS`) from the registry file as it is when the job starts."""
+    (`HOW_IT_RUNS`) from the registry file as it is when the job starts. A pipeline's
+    approximate runtime values there must be those its params carry (`ValueError`): a job
+    never makes its video under settings other than those it was scheduled with."""
     settings = json.loads(settings)
     denoise = settings.pop("denoise", None)
+    scheduled = settings.pop("runtime", {})
     own = yaml.safe_load(Path(registry).read_text(encoding="utf-8"))[model]
     entry = settings | {name: own[name] for name in HOW_IT_RUNS if name in own}
-    return load_registry({model: entry})[model], denoise
+    spec = load_registry({model: entry})[model]
+    now = trajectory_runtime(spec.runtime)
+    if spec.kind == PIPELINE and now != scheduled:
+        raise ValueError(
+            f"model {model!r}: its runtime in {registry} now has approximate settings {now}, "
+            f"but this job was scheduled with {scheduled}: they change the video, so the job "
+            "does not run under them; run Snakemake again (it reruns the jobs they change)"
+        )
+    return spec, denoise
 
 
 def problems_of(

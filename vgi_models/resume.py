@@ -25,6 +25,11 @@ the stage that was cut off, the pipeline's `prepare_<tensor>` results are replac
 tensors, the schedulers get their saved state back as the loop starts, and the steps already
 done are skipped through the pipeline's own `interrupt` check. From there the loop computes
 what the uninterrupted run computes.
+
+The state records what its key digests (`decides`): the settings, the approximate runtime
+values among them (`vgi_models.runtime`). A state saved under other ones is never continued: the
+job starts from step 0 and says which of them changed. An exact runtime value (another exact
+attention kernel, compilation, offload) changes rounding only and is continued across.
 """
 
 from __future__ import annotations
@@ -59,13 +64,16 @@ class Trajectory:
     `path`: the state file (its folder holds nothing else); `loop_tensors`: the names the
     pipeline's loop and step callback use for what the scheduler steps, each made by the
     pipeline's `prepare_<name>`; `schedulers`: the pipeline's schedulers (attribute names), the
-    main one first (MiniMax-H3 holds a second one for its audio).
+    main one first (MiniMax-H3 holds a second one for its audio); `decides`: what the path's
+    key digests (recorded in the state, to name what changed when another state is found).
     """
 
     def __init__(self, pipe, path: Path, generator: torch.Generator, save_every: int,
                  loop_tensors: tuple[str, ...] = ("latents",),
-                 schedulers: tuple[str, ...] = ("scheduler",)):  # fmt: skip
+                 schedulers: tuple[str, ...] = ("scheduler",),
+                 decides: dict | None = None):  # fmt: skip
         self.pipe, self.path, self.generator = pipe, Path(path), generator
+        self.decides = decides or {}
         self.save_every, self.loop_tensors = save_every, loop_tensors
         self.scheduler_names = schedulers
         # HunyuanVideo-1.5's pipeline has no step callback; its loop keeps what the
@@ -142,11 +150,7 @@ class Trajectory:
         job and the state stays."""
         for other in self.path.parent.iterdir():
             if other != self.path:
-                why = (
-                    "an unfinished write"
-                    if other.suffix == TEMPORARY
-                    else "saved for other settings"
-                )
+                why = "an unfinished write" if other.suffix == TEMPORARY else self._other(other)
                 log.warning("ignoring %s (%s); removed", other, why)
                 shutil.rmtree(other) if other.is_dir() else other.unlink()
         if not self.path.exists():
@@ -165,6 +169,23 @@ class Trajectory:
             self.path.unlink()
             return None
         return state
+
+    def _other(self, other: Path) -> str:
+        """Why another job's state of this instance is not continued: what it was saved for."""
+        try:  # mapped, not read: only the small record is touched
+            saved = torch.load(other, mmap=True, weights_only=True)["decides"]
+        except Exception:  # an older state, or not a state: unknown settings
+            return "saved for other settings"
+        ours, theirs = dict(_flat(self.decides)), dict(_flat(saved))
+        changed = sorted(
+            name for name in ours.keys() | theirs.keys() if ours.get(name) != theirs.get(name)
+        )
+        why = "saved for other settings: " + "; ".join(
+            f"{name} {theirs.get(name)!r} -> {ours.get(name)!r}" for name in changed
+        )
+        if any(name.startswith("settings.runtime") for name in changed):
+            why += " (an approximate runtime value changes the trajectory: never continued)"
+        return why
 
     # -- the pipeline, while the block runs -----------------------------------------------
 
@@ -302,6 +323,7 @@ class Trajectory:
         state = latest | {
             "format": FORMAT,
             "key": self.key,
+            "decides": self.decides,
             "outputs": self.outputs,
             "attempts": [*self.attempts, self._attempt()],
         }
@@ -364,6 +386,15 @@ def _link(source, target) -> None:
         os.link(source, target)
     except OSError:  # another filesystem, or one without hard links
         shutil.copy2(source, target)
+
+
+def _flat(tree: dict, prefix: str = ""):
+    """(dotted name, value) of every leaf of a nested dict."""
+    for name, value in tree.items():
+        if isinstance(value, dict) and value:
+            yield from _flat(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
 
 
 def _scheduler_state(scheduler) -> dict:

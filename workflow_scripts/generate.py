@@ -18,12 +18,13 @@ def generate_job(argv: list[str]) -> None:
     given (`--image`, `--prompt` and `--video` name one each, in the same order).
 
     The model is resolved by `vgi_models.registry.run_spec`: how it runs (`runtime`: offload,
-    tiling, attention) is read from the registry when the job starts: it does not change the
-    video, so it is not a param (no reruns). Nor are where its resumable state lives and how
-    often it is saved (`VGI_RESUME_DIR`, `VGI_SAVE_EVERY`, from the shell prefix): the state
-    goes under `<VGI_RESUME_DIR>/<run>/<task>/<instance>/`. The run is the `model` wildcard;
-    the task and instance are read from the video's path, since naming them in the shell
-    command would change its text, which reruns every finished job.
+    tiling, attention, compilation) is read from the registry when the job starts; its exact
+    values do not change the video, so they are not params (no reruns), and its approximate
+    ones must be those the params carry (`vgi_models.runtime`). Nor are where its resumable
+    state lives and how often it is saved (`VGI_RESUME_DIR`, `VGI_SAVE_EVERY`, from the shell
+    prefix): the state goes under `<VGI_RESUME_DIR>/<run>/<task>/<instance>/`. The run is the
+    `model` wildcard; the task and instance are read from the video's path, since naming them
+    in the shell command would change its text, which reruns every finished job.
     """
     names = ["model", "settings", "registry", "image", "prompt", "video", "threads"]
     job = shell_job(argv, names, lists=["image", "prompt", "video"], flags=["batch"])

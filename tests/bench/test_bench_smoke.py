@@ -64,18 +64,28 @@ def check_gallery_load(figures: dict, folder: Path, bench) -> None:
 
 
 def check_gpu_generate(figures: dict, folder: Path, bench) -> None:
-    """The tiny run takes the full-size code path end to end on the CPU, and the FLOP formula
-    matches the Linears the hooks count."""
+    """The tiny run takes the full-size code path end to end on the CPU, the FLOP formula
+    matches the Linears the hooks count, and each option's row holds its parts and both
+    differences: the probe's (trajectory) agreeing with the option's class."""
     assert figures == json.loads((folder / "bench.json").read_text())
     assert figures["scale"] == "tiny"
-    assert list(figures["models"]) == list(bench("gpu_generate").MODELS)
+    gpu_generate = bench("gpu_generate")
+    assert list(figures["models"]) == list(gpu_generate.MODELS)
     for key, entry in figures["models"].items():
-        plan, denoiser, vae = entry["plan"], entry["denoiser"], entry["vae"]
-        assert plan["status"] == denoiser["status"] == vae["status"] == "ok", (key, entry)
-        assert denoiser["s_per_step"] > 0 and denoiser["tflops"] > 0
+        plan, native = entry["plan"], entry["options"]["native"]
+        assert plan["status"] == native["status"] == entry["load"]["status"] == "ok", key
+        assert native["s_per_step"] > 0 and native["tflops"] > 0
         # hook-counted Linear FLOPs of each warm-up call == the per-stream formula
-        assert denoiser["linear_check"] == pytest.approx(dict.fromkeys(plan["calls"], 1.0))
-        assert vae["video_shape"] == plan["video"]  # tiled decode, small tiles
+        assert native["linear_check"] == pytest.approx(dict.fromkeys(plan["calls"], 1.0))
+        for option in ("native", "vae_tiling"):  # untiled; tiled in small tiles
+            assert entry["vae"][option]["video_shape"] == plan["video"]
+    rows = {(row["model"], row["option"]): row for row in figures["rows"]}
+    assert set(rows) == {(m, o) for m in gpu_generate.MODELS for o in gpu_generate.SMOKE_OPTIONS}
+    for row in rows.values():
+        parts = [row[k] for k in ("load_s", "warmup_s", "denoise_s", "decode_s")]
+        assert row["status"] == "ok" and row["video_s"] == pytest.approx(sum(parts))
+        assert row["exact"] == (row["class"] == "exact"), row
+        assert (row["call_rel"] == 0) == (row["option"] == "native")
     ltx = figures["models"]["ltx23_i2v"]["plan"]["calls"]
     assert [c["batch"] for c in ltx.values()] == [2, 1, 1]
     # STG skips self-attention in one block, isolation the audio<->video attention: both cost

@@ -65,7 +65,12 @@ def test_a_job_takes_the_video_from_its_params_and_how_it_runs_from_the_registry
     settings["denoise"] = {"steps": [1, 2], "decode": "x0"}
     spec, denoise = run_spec(path, "tiny_wan22", json.dumps(settings))
     assert spec.generation["seed"] == 7 and denoise == {"steps": [1, 2], "decode": "x0"}
-    assert spec.runtime == {"offload": "model", "vae_tiling": False, "attention_backend": "native"}
+    assert spec.runtime == {
+        "offload": "model",
+        "vae_tiling": False,
+        "attention_backend": "native",
+        "compile": False,
+    }
 
 
 def test_no_steps_to_decode_is_refused_before_the_model_loads(specs, example_image, tmp_path):

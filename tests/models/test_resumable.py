@@ -5,6 +5,7 @@ this process, as are the uninterrupted references)."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import io
 import json
@@ -18,6 +19,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+import yaml
 
 from tests.support.workflow import EXAMPLES, REPO
 from workflow_scripts.generate import generate_job
@@ -39,16 +41,22 @@ TOTAL = {"tiny_ltx23_two_stage": 43}  # steps over all stages; the others 40
 class Job:
     """One model's generate job on INSTANCE under `root` (results/ and resume/ inside)."""
 
-    def __init__(self, root: Path, specs, model: str, **generation):
-        self.root, self.model = root, model
-        settings = specs[model].settings()
+    def __init__(self, root: Path, specs, model: str, runtime: dict | None = None, **generation):
+        """`runtime`: over the registry's (a copy under `root`, written by `run`)."""
+        self.root, self.model, self.runtime = root, model, runtime
+        self.registry = REPO / "config" / "models.yaml"
+        spec = specs[model]
+        if runtime:
+            self.registry = root / "models.yaml"
+            spec = dataclasses.replace(spec, runtime=spec.runtime | runtime)
+        settings = spec.settings()
         settings["generation"] = settings["generation"] | generation
         self.settings = settings | {"denoise": {"steps": STEPS, "decode": "x0"}}
         self.run_dir = root / "results" / model / "maze_square" / INSTANCE
         self.state_dir = root / "resume" / model / "maze_square" / INSTANCE
 
     def options(self) -> list[str]:
-        options = ["--registry", str(REPO / "config" / "models.yaml"), "--model", self.model]
+        options = ["--registry", str(self.registry), "--model", self.model]
         options += ["--settings", json.dumps(self.settings), "--threads", "1"]
         options += ["--image", str(IMAGE), "--prompt", "reach the exit"]
         return options + ["--video", str(self.run_dir / "video.mp4")]
@@ -67,6 +75,10 @@ class Job:
 
     def run(self, save_every=5) -> str:
         """The job, uncut, in this process (the same entry); its log lines."""
+        if self.runtime:
+            entries = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+            entries[self.model]["runtime"] = self.runtime
+            self.registry.write_text(yaml.safe_dump({self.model: entries[self.model]}))
         log = io.StringIO()
         handler = logging.StreamHandler(log)
         logging.getLogger("vgi_models").addHandler(handler)
@@ -158,12 +170,15 @@ def test_the_warning_signal_saves_and_the_job_goes_on(specs, reference, tmp_path
 
 
 def test_a_truncated_or_stale_state_starts_from_step_0(specs, reference, tmp_path):
-    """A state cut short (a write the node lost), or one saved for other settings: each is
-    ignored with a log line, and the job computes all 40 steps into a correct video."""
+    """A state cut short (a write the node lost), or one saved for other settings (a guidance
+    scale; VAE tiling, an approximate runtime value): each is ignored with a log line naming
+    what changed, and the job computes all 40 steps into a correct video."""
     job = Job(tmp_path / "truncated", specs, "tiny_hunyuan15")
     assert job.cut_off((1, 12)).returncode == -9
     changed = Job(tmp_path / "changed", specs, "tiny_hunyuan15", guidance_scale=4.0)
     shutil.copytree(job.root, changed.root)  # the same state, now under other settings
+    tiled = Job(tmp_path / "tiled", specs, "tiny_hunyuan15", runtime={"vae_tiling": True})
+    shutil.copytree(job.root, tiled.root)
     (state,) = job.states()
     state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
 
@@ -174,10 +189,17 @@ def test_a_truncated_or_stale_state_starts_from_step_0(specs, reference, tmp_pat
     assert [a["steps_computed"] for a in job.meta()["attempts"]] == [40]
 
     log = changed.run()
-    assert "(saved for other settings); removed\n" in log and "resumed" not in log
+    why = "saved for other settings: settings.generation.guidance_scale 6.0 -> 4.0"
+    assert f"({why}); removed\n" in log and "resumed" not in log
     assert changed.outputs() == reference("tiny_hunyuan15", guidance_scale=4.0)
     assert changed.outputs()["video.mp4"] != reference("tiny_hunyuan15")["video.mp4"]
     assert [a["steps_computed"] for a in changed.meta()["attempts"]] == [40]
+
+    log = tiled.run()
+    why = "saved for other settings: settings.runtime.vae_tiling None -> True (an approximate"
+    assert why in log
+    assert "resumed" not in log and [a["steps_computed"] for a in tiled.meta()["attempts"]] == [40]
+    assert tiled.meta()["settings"]["runtime"] == {"vae_tiling": True}
 
 
 def test_a_state_that_cannot_be_read_is_kept_and_the_job_stops(specs, tmp_path):

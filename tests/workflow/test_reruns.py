@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge, Transitioner
@@ -92,6 +93,18 @@ def test_nothing_reruns_for_interpreter_checkout_registry_path_or_judge_pacing(
         again = run(moved, PYTHON_M, "-n", "--config", ONE_TASK, changed, registry)
         assert NOTHING in again.stdout, again.stdout[-3000:]
 
+    # how the model runs: an exact runtime value reruns nothing, an approximate one its videos
+    entries = yaml.safe_load((moved / "models copy.yaml").read_text(encoding="utf-8"))
+    for runtime, reruns in (
+        ({"compile": True, "offload": "model"}, False),
+        ({"vae_tiling": True}, True),
+    ):
+        entries["tiny_wan22"]["runtime"] = runtime
+        (moved / "models copy.yaml").write_text(yaml.safe_dump(entries), encoding="utf-8")
+        dry = snakemake_cli(["-n", "--config", ONE_TASK, changed, registry], cwd=moved)
+        assert (NOTHING not in dry.stdout) == reruns, dry.stdout[-3000:]
+        assert ("rule generate:" in dry.stdout) == reruns
+
 
 def test_refused_key_stops_the_run_at_one_call_and_a_plain_rerun_completes(tmp_path, monkeypatch):
     """Four instances' videos made elsewhere, one job at a time: the first judge job's one
@@ -150,10 +163,13 @@ def readme_commands(flag: str) -> list[str]:
 
 def test_readme_config_examples_run_as_written(tmp_path, monkeypatch):
     """Each `--config` example of README.md and docs/, typed as written (plus `-n`: a dry
-    run) in a fresh checkout with the release folder it names in place."""
+    run) in a fresh checkout with the release folder and the official checkout it names in
+    place."""
     repo = checkout(tmp_path / "repo")
     shutil.copytree(REPO / "tasks" / "examples", repo / "VGI-Bench" / "bench_data")
     shutil.copy(REPO / "tasks" / "task_names.yaml", repo / "VGI-Bench" / "task_names.yaml")
+    official = REPO / "tests" / "support" / "official_checkout"  # the official repository's
+    shutil.copytree(official, tmp_path / "VGI-Bench")  # checkout beside ours (a stand-in)
     monkeypatch.setenv("VLLM_KEY", "not-used-in-a-dry-run")
     commands = readme_commands("--config ")
     assert len(commands) >= 4, commands

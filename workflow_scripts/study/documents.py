@@ -53,7 +53,8 @@ class Run:
     fps: float | None = None
     width: int | None = None
     height: int | None = None
-    runtime_min: float | None = None  # registry resources.runtime (minutes on an H20)
+    # registry resources.runtime (minutes on an H20), with runtime.compile's warm-up
+    runtime_min: float | None = None
     gpu_type: str | None = None  # registry resources.gpu_type (its GPU-hours' price)
     batch: int = 1  # registry resources.batch: videos per generate job (one load each)
     sample: str | None = None  # one of its videos or images (made elsewhere: clip, size)

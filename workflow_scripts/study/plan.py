@@ -3,8 +3,9 @@
 For each run key: videos made and left; GPU-hours left at the measured seconds per video
 of the run's videos already made (`generation.json`; the weights' load shared by a batch's
 videos), else of the model's other runs, else the registry's `resources.runtime` (minutes
-on an H20, bench/runtimes.py); the VLM
-calls and tokens left for every stage whose document is missing (`documents.Study.stages`);
+on an H20, bench/runtimes.py; with `runtime.compile`, the allowance for its warm-up on top,
+`runtime.COMPILE_WARMUP_MIN`); the VLM calls and tokens left for every stage whose document
+is missing (`documents.Study.stages`);
 their price at `prices` (what it does not price is named below the table); the disk the
 run takes once finished.
 
