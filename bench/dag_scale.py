@@ -61,6 +61,7 @@ from workflow_scripts.benchmark.instances import load_instances, select_subset  
 
 LEVELS, GOAL_RATIO = (1, 2, 3), 1.5
 TAXONOMY, OVERLAP = REPO / "tasks/task_names.yaml", REPO / "tasks/overlap.yaml"
+PAPER_TABLE = REPO / "tasks/paper_tables.csv"
 BARE = Path(__file__).resolve().parent / "dag_scale_bare.smk"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 COLUMNS = {  # table header: figure
@@ -135,6 +136,7 @@ def write_config(tmp: Path, subset: str, size: Size = PAPER) -> Path:
             "root": str(tmp / "bench_data"),
             "taxonomy": str(TAXONOMY),
             "overlap": str(OVERLAP),
+            "paper_table": str(PAPER_TABLE),
             "subset": subset,
         },
         "models": list(registry),
