@@ -2,7 +2,7 @@
 run through `all` (a release of three level-1 instances: two of clock_running, one of
 sorting), then the same run with a line-art and an oracle-prompt condition (their folders
 made by tasks/make_conditions.py) and a second seed added, which reruns nothing of the
-main run."""
+main run. The model makes each run's instances in batches (`resources.batch`)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def runs(tmp_path_factory):
     config = default_config(workdir, root=str(root), tasks=TASKS, levels=[1], subset="full")
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
     registry["tiny_wan22"]["generation"]["num_inference_steps"] = 2  # quick: 2 steps
+    registry["tiny_wan22"]["resources"]["batch"] = 3  # each run's instances: one job, one load
     (workdir / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
     config["model_registry"] = str(workdir / "models.yaml")
     config["denoise"]["steps"] = [1, 2]
