@@ -9,11 +9,6 @@ every paid request, a billed failure and a refusal per provider included."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +19,7 @@ import yaml
 from tests.image_api.test_image_api import ENTRIES, MODELS, delete_outputs, log_of, outputs, smk
 from tests.support.image_doubles.base import BROKEN, REFUSED, Script, slow
 from tests.support.image_doubles.server import API_KEY, FakeImageAPI
-from tests.support.workflow import REPO, default_config, snakemake
+from tests.support.workflow import REPO, default_config, killed_when, snakemake
 from workflow_scripts.image_api.job import generate_image_api_job
 from workflow_scripts.paid.ledger import read_ledger
 
@@ -164,26 +159,6 @@ def inputs(task: str) -> list[bytes]:
     return [path.read_bytes() for path in sorted(folder.glob(f"{task}_lv1_00?.png"))]
 
 
-def killed_with_requests_out(workdir: Path, config: dict, fake, ready) -> None:
-    """`snakemake image_all --keep-going` as a process of its own, every job at once, killed
-    with its jobs (its whole group, SIGKILL) once `ready()`."""
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d",
-               str(workdir), "--configfile", str(path), "--cores", "8", "--keep-going",
-               "image_all"]  # fmt: skip
-    with open(workdir / "killed.log", "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)  # fmt: skip
-        deadline = time.monotonic() + 240
-        while not ready():
-            assert process.poll() is None, (workdir / "killed.log").read_text()[-3000:]
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
 def test_a_run_killed_while_requests_are_out_pays_once_until_the_user_says(tmp_path, monkeypatch):
     """Every image provider: one instance's request taken and killed while out (unsure),
     another's answered with an image that does not decode (a billed failure); a plain
@@ -200,7 +175,7 @@ def test_a_run_killed_while_requests_are_out_pays_once_until_the_user_says(tmp_p
             finished = (tmp_path / "killed.log").read_text().count("Finished jobid")
             return len(fake.sent) == 2 * len(MODELS) and finished == len(MODELS)
 
-        killed_with_requests_out(tmp_path, config, fake, out)
+        killed_when(tmp_path, config, out, "--cores", "8", "--keep-going", "image_all")
         counts = [len(fake.sent)]
         assert snakemake(tmp_path, config, "--unlock").returncode == 0
         fake.by_image |= dict.fromkeys(killed, REFUSED)  # what any request of it gets now

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -57,3 +62,22 @@ def snakemake_cli(
     without a new interpreter's imports for each run. Its log and errors, and what its jobs
     print, end up together in `stdout`."""
     return run_main(lambda: cli.main(argv), ["snakemake", *argv], cwd, merged=True, env=env)
+
+
+def killed_when(workdir: Path, config: dict, ready: Callable[[], bool], *args: str) -> None:
+    """`snakemake *args` on `config` in `workdir` as a process of its own, SIGKILLed with its
+    whole group (its jobs) once `ready()`; its log: workdir/killed.log."""
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d",
+               str(workdir), "--configfile", str(path), *args]  # fmt: skip
+    with open(workdir / "killed.log", "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + 300
+        while not ready():
+            assert process.poll() is None, (workdir / "killed.log").read_text()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

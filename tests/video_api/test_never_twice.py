@@ -8,40 +8,15 @@ submissions per video in all; a forced rerun replays the kept videos, asking not
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
-
-import yaml
 
 from tests.support.fake_video_api import API_KEY, HELD, FakeVideoAPI
 from tests.support.video_api_run import KEY_ENV, MODELS, api_config, submissions_per_video
-from tests.support.workflow import REPO, snakemake
+from tests.support.workflow import killed_when, snakemake
 
 POLLS = 10_000  # an operation still running when the run is killed
 RESEND = "video_api={resubmit: true}"
 CORES = str(len(MODELS))  # every provider's job at once
-
-
-def killed_when(workdir, config, ready, *args) -> None:
-    """`snakemake generate_all *args` as a process of its own, SIGKILLed with its jobs once
-    `ready()`."""
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d",
-               str(workdir), "--configfile", str(path), "--cores", CORES, "generate_all",
-               *args]  # fmt: skip
-    with open(workdir / "killed.log", "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
-        deadline = time.monotonic() + 300
-        while not ready():
-            assert process.poll() is None, (workdir / "killed.log").read_text()[-3000:]
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+RUN = ("--cores", CORES, "generate_all")
 
 
 def statuses(workdir) -> list[str]:
@@ -57,7 +32,7 @@ def test_a_run_killed_while_submissions_are_out_pays_once_until_the_users_word(
         config = api_config(tmp_path, fake)
         config["benchmark"] |= {"tasks": ["sorting"], "levels": [1]}  # one video a provider
         fake.taken_then = [HELD] * len(MODELS)
-        killed_when(tmp_path, config, lambda: len(fake.submissions) == len(MODELS))
+        killed_when(tmp_path, config, lambda: len(fake.submissions) == len(MODELS), *RUN)
         fake.release()
         assert statuses(tmp_path) == ["submitting"] * len(MODELS)
         counts = [len(fake.submissions)]
@@ -75,7 +50,7 @@ def test_a_run_killed_while_submissions_are_out_pays_once_until_the_users_word(
             made = fake.submissions[len(MODELS) :]
             return len(made) == len(MODELS) and all(op.polls_left < POLLS for op in made)
 
-        killed_when(tmp_path, config, polled, "--config", RESEND)
+        killed_when(tmp_path, config, polled, *RUN, "--config", RESEND)
         assert statuses(tmp_path) == ["submitted"] * len(MODELS)
         for op in fake.submissions:  # done after two more polls
             op.polls_left = min(op.polls_left, 2)

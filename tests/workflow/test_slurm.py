@@ -82,6 +82,17 @@ def watch(cluster, until, timeout: float = 600) -> list[str]:
         time.sleep(0.5)
 
 
+def requeue(cluster, jobs) -> None:
+    """`scontrol requeue` each job, then release it: SLURM holds a requeued job back (its
+    BeginTime) for a while, longer than a test waits."""
+    for job in jobs:
+        cluster.run("scontrol", "requeue", job)
+    pending = lambda _: all(" PENDING " in squeue(cluster)[job] for job in jobs)  # noqa: E731
+    watch(cluster, pending, timeout=120)
+    for job in jobs:
+        cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+
+
 def test_profile_puts_generate_on_gpus_and_the_judge_on_the_submit_host(
     slurm_cluster, tmp_path, monkeypatch
 ):
@@ -203,10 +214,7 @@ def test_a_requeued_generate_job_resumes_where_slurm_cut_it_off(slurm_cluster, t
 
     watch(slurm_cluster, saved, timeout=300)
     (job,) = set(squeue(slurm_cluster)) - before
-    slurm_cluster.run("scontrol", "requeue", job)
-    # SLURM holds a requeued job back (its BeginTime) for a while: release it for the test
-    watch(slurm_cluster, lambda _: " PENDING " in squeue(slurm_cluster)[job], timeout=120)
-    slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+    requeue(slurm_cluster, [job])
     seen = watch(slurm_cluster, lambda _: process.poll() is not None)
     print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
     assert process.wait() == 0, (tmp_path / "run.log").read_text(encoding="utf-8")[-4000:]
@@ -254,9 +262,7 @@ def test_a_requeued_batch_job_restores_its_first_instance_and_resumes_the_second
 
     watch(slurm_cluster, second_saved, timeout=300)
     (job,) = set(squeue(slurm_cluster)) - before
-    slurm_cluster.run("scontrol", "requeue", job)
-    watch(slurm_cluster, lambda _: " PENDING " in squeue(slurm_cluster)[job], timeout=120)
-    slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+    requeue(slurm_cluster, [job])
     seen = watch(slurm_cluster, lambda _: process.poll() is not None)
     print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
     assert process.wait() == 0, (tmp_path / "run.log").read_text(encoding="utf-8")[-4000:]
@@ -293,12 +299,7 @@ def test_a_requeued_api_job_waits_on_the_same_operation(slurm_cluster, tmp_path,
         watch(slurm_cluster, waiting, timeout=300)
         jobs = set(squeue(slurm_cluster)) - before
         assert len(jobs) == len(MODELS)
-        for job in jobs:
-            slurm_cluster.run("scontrol", "requeue", job)
-        pending = lambda _: all(" PENDING " in squeue(slurm_cluster)[job] for job in jobs)  # noqa: E731
-        watch(slurm_cluster, pending, timeout=120)
-        for job in jobs:
-            slurm_cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
+        requeue(slurm_cluster, jobs)
         left = {op.id: op.polls_left for op in fake.submissions}
         while any(op.polls_left == left[op.id] for op in fake.submissions):  # polled again ...
             assert process.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
