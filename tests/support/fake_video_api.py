@@ -194,17 +194,22 @@ class FakeVideoAPI:
             gateway = (
                 self.taken_then.pop(0) if len(self.submissions) > made and self.taken_then else None
             )
+        if gateway not in (None, LATE, HELD):  # the operation made (and billed), the answer
+            status, answer = gateway, double.error(gateway, "upstream answered too late")
+        self.requests.append((method, handler.path, status))  # as taken: before any delay
         if gateway == LATE:
             time.sleep(self.late_s)
         elif gateway == HELD:
             self._released.wait(120)
-        elif gateway is not None:  # the operation made (and billed), the answer lost upstream
-            status, answer = gateway, double.error(gateway, "upstream answered too late")
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
-            self._reply(handler, method, status, answer)
+            self._send(handler, status, answer)
 
     def _reply(self, handler, method, status, answer, retry: float | None = None) -> None:
         self.requests.append((method, handler.path, status))
+        self._send(handler, status, answer, retry)
+
+    @staticmethod
+    def _send(handler, status, answer, retry: float | None = None) -> None:
         data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         handler.send_response(status)
         kind = "video/mp4" if isinstance(answer, bytes) else "application/json"
