@@ -143,5 +143,6 @@ def test_the_plan_prices_both_models_images_and_their_judgement(run):
     # the API's images at 0.134 each (config.yaml's prices.images) beside the judge's tokens
     assert api["cost_left"] > len(INSTANCES) * 0.134
     # before any image: a PNG of the asked-for size (16:9 at 1K: about 1024*1024 pixels) at
-    # 12 bits a pixel
-    assert api["disk_gb"] == pytest.approx(len(INSTANCES) * 1365 * 768 * 12 / 8 / 1e9, abs=1e-3)
+    # 12 bits a pixel, three times: the output, and the reply and PNG kept beside the attempt
+    png = 1365 * 768 * 12 / 8
+    assert api["disk_gb"] == pytest.approx(3 * len(INSTANCES) * png / 1e9, abs=1e-3)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vgi_models.registry import API
 from workflow_scripts.common.files import write_text
 from workflow_scripts.common.layout import MAIN, run_folder
 from workflow_scripts.judge.frames import samples
@@ -54,6 +55,9 @@ ANY_JUDGE = ""  # round2_rates' key of every judge's documents together
 BITS_PER_PIXEL = 0.15  # an encoded frame's size (H.264 at imageio's default quality)
 PNG_BITS_PER_PIXEL = 12.0  # a made image's PNG: an assumption (RGB that PNG halves) until
 # the run's first images are measured
+# Copies of a paid reply kept outside the outputs, so that no rerun pays again: an API video's
+# bytes beside its operation state; an API image's reply and its PNG beside its attempt record.
+KEPT_COPIES = {"video": 1, "image": 2}
 IMAGES_PER_IMAGE_CALL = 3  # the image judge's: input, reference (where there is one), generated
 
 
@@ -221,17 +225,20 @@ def learn(study: Study, tallies: Mapping[str, Tally]) -> tuple[dict, dict]:
 def disk_bytes(study: Study, run, made: list) -> float:
     """The run's folders once finished (video, checkpoint videos, documents): measured over
     the videos (images) made, else from the clip's pixels at BITS_PER_PIXEL (an image's at
-    PNG_BITS_PER_PIXEL); videos or images made elsewhere: the size of one of them, for each."""
+    PNG_BITS_PER_PIXEL); videos or images made elsewhere: the size of one of them, for each.
+    A paid reply is also kept outside the outputs (KEPT_COPIES)."""
     if not run.generates:
         return len(run.instances) * Path(run.sample).stat().st_size
+    copies = 1 + (KEPT_COPIES[run.output] if run.kind == API else 0)
     sizes = [folder_bytes(run_folder(study.outdir, run.key, run.instances[i], i)) for i in made]
     if sizes:
-        return sum(sizes) + (len(run.instances) - len(sizes)) * statistics.fmean(sizes)
+        made_bytes = sum(sizes) + (len(run.instances) - len(sizes)) * statistics.fmean(sizes)
+        return copies * made_bytes
     frames, _ = clip(run)
     videos = 1 + (len(study.steps) * (2 if study.decode == "both" else 1) if run.denoises else 0)
     pixels = frames * (run.width or 1280) * (run.height or 720)
     bits = PNG_BITS_PER_PIXEL if run.output == "image" else BITS_PER_PIXEL
-    return len(run.instances) * videos * pixels * bits / 8
+    return copies * len(run.instances) * videos * pixels * bits / 8
 
 
 def plan_table(study: Study, prices: Mapping, docs: Documents | None = None) -> pd.DataFrame:
