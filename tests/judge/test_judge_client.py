@@ -42,12 +42,13 @@ SCHEMA = {
     "required": ["tier", "reasoning"],
 }
 JPEG = frames.to_jpeg(Image.new("RGB", (8, 8), (200, 30, 30)), 8)
+TIMEOUT_S = 0.75  # the client's read timeout where a reply stalls
 FAULTS = {  # id: (script, what the final reason says, what it finally raises)
     "429": (http_error(429), "HTTP 429", ServiceError),
     "500": (http_error(500), "HTTP 500", ServiceError),
     "503": (http_error(503), "HTTP 503", ServiceError),
     "reset": (RESET, "transport error", ServiceError),
-    "timeout": (stall(1.5), "Timeout", ServiceError),
+    "timeout": (stall(1.5), "Timeout", ServiceError),  # past TIMEOUT_S
     "invalid-json": (INVALID_JSON, "reply is not valid JSON", JudgeCallError),
     "missing-field": (Script(text='{"tier": 2}'), "does not match the schema", JudgeCallError),
     "empty": (EMPTY, "empty candidate list", JudgeCallError),
@@ -69,7 +70,7 @@ def make_client(backend: str, fake: FakeVLM, cache_dir, **overrides) -> VLMClien
         "api_key_env": ENV,
         "max_concurrency": 4,
         "max_attempts": 3,
-        "timeout_s": 0.75,
+        "timeout_s": 5.0,  # a reply's time on a loaded machine; the timeout fault's: TIMEOUT_S
         "backoff_initial_s": 0.01,
         "backoff_max_s": 0.05,
         **overrides,
@@ -119,8 +120,15 @@ def test_good_reply_parses_and_validates(client, fake_vlm, backend):
     assert ask(client, judge_request()).model_version == version("judge-model")  # cached
 
 
+def fault_client(backend, fake_vlm, tmp_path, fault) -> VLMClient:
+    """The client a fault meets: one that gives up on a stalled reply at TIMEOUT_S."""
+    timeout = {"timeout_s": TIMEOUT_S} if fault == "timeout" else {}
+    return make_client(backend, fake_vlm, tmp_path / "cache", **timeout)
+
+
 @pytest.mark.parametrize("fault", FAULTS)
-def test_fault_then_success(client, fake_vlm, fault):
+def test_fault_then_success(backend, fake_vlm, tmp_path, fault):
+    client = fault_client(backend, fake_vlm, tmp_path, fault)
     fake_vlm.script(FAULTS[fault][0])
     reply = ask(client, judge_request())
     assert reply.attempts == 2 and len(fake_vlm.requests) == 2
@@ -128,9 +136,10 @@ def test_fault_then_success(client, fake_vlm, fault):
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_fault_every_time_fails_the_call_or_the_service(client, fake_vlm, fault):
+def test_fault_every_time_fails_the_call_or_the_service(backend, fake_vlm, tmp_path, fault):
     """A reply that stays unusable fails the call (the instance's error); a rate limit,
     server error or lost connection that stays fails the service (the job)."""
+    client = fault_client(backend, fake_vlm, tmp_path, fault)
     script, reason, raised = FAULTS[fault]
     fake_vlm.script(*[script] * 3)
     with pytest.raises(raised) as error:
