@@ -27,8 +27,13 @@ JUDGE = Judge(tier=1, violations=[0, 1])
 def build_default_run(workdir: Path) -> None:
     """The default workflow (tiny Wan2.2, bundled examples, half subset) run to the end, with
     the judge pointed at the local test server, then its report; its config in
-    `config.yaml` (outdir `results`, relative: a copy is the same finished run)."""
-    config = default_config(workdir) | {"outdir": "results"}
+    `config.yaml` (outdir `results`, relative: a copy is the same finished run). The model
+    makes its 12 videos in two batch jobs of 6 (`resources.batch`: its weights loaded twice,
+    not 12 times; the per-instance rule `generate` runs in the other workflow tests)."""
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry["tiny_wan22"]["resources"]["batch"] = 6
+    (workdir / "models.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
+    config = default_config(workdir) | {"outdir": "results", "model_registry": "models.yaml"}
     with pytest.MonkeyPatch.context() as env, FakeVLM(Transitioner(other=JUDGE)) as fake:
         env.setenv("FAKE_VLM_KEY", "test-key")
         config["judge"] = {"enabled": True, "base_url": fake.url, "api_key_env": "FAKE_VLM_KEY"}
