@@ -93,6 +93,45 @@ def requeue(cluster, jobs) -> None:
         cluster.run("scontrol", "update", f"JobId={job}", "StartTime=now")
 
 
+def target_in(outdir: Path, target: str | Path) -> str:
+    """A rule's name as it is; a file as a path under `outdir`."""
+    return str(outdir / target) if isinstance(target, Path) else target
+
+
+def requeued_once(cluster, workdir: Path, config: dict, target: str | Path, ready) -> str:
+    """Snakemake with the profile on `target` (a rule, or a file under the outdir); its one
+    job requeued once `ready()`; the run waited on to its end, the job run again, not
+    submitted again. The job's id."""
+    before = set(squeue(cluster))
+    process = start(workdir, config, target_in(workdir / "results", target))
+    log = workdir / "run.log"
+
+    def saved(_) -> bool:
+        assert process.poll() is None, log.read_text(encoding="utf-8")[-3000:]
+        return ready()
+
+    watch(cluster, saved, timeout=300)
+    (job,) = set(squeue(cluster)) - before
+    requeue(cluster, [job])
+    seen = watch(cluster, lambda _: process.poll() is not None)
+    print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
+    assert process.wait() == 0, log.read_text(encoding="utf-8")[-4000:]
+    assert set(squeue(cluster)) - before == {job}
+    return job
+
+
+def made_as_locally(workdir: Path, config: dict, target: str | Path, folder: Path) -> int:
+    """`target` made again without SLURM, uninterrupted, under workdir/local: each video under
+    `folder` (in the outdir) has the bytes of its local twin. How many videos there are."""
+    results, local = workdir / "results", workdir / "local" / "results"
+    done = snakemake(local.parent, config | {"outdir": str(local)}, target_in(local, target))
+    assert done.returncode == 0, done.stdout[-3000:]
+    videos = sorted((results / folder).rglob("*.mp4"))
+    for path in videos:
+        assert path.read_bytes() == (local / path.relative_to(results)).read_bytes()
+    return len(videos)
+
+
 def test_profile_puts_generate_on_gpus_and_the_judge_on_the_submit_host(
     slurm_cluster, tmp_path, monkeypatch
 ):
@@ -204,34 +243,18 @@ def test_a_requeued_generate_job_resumes_where_slurm_cut_it_off(slurm_cluster, t
     config["denoise"] |= {"steps": [20, 100, 200], "save_every": 10}
     run = Path("tiny_wan22/sorting/sorting_lv1_001")  # under the outdir
     log = tmp_path / "results/logs/generate/tiny_wan22/sorting/sorting_lv1_001.log"
-    before = set(squeue(slurm_cluster))
 
-    process = start(tmp_path, config, str(tmp_path / "results" / run / "video.mp4"))
-
-    def saved(_) -> bool:
-        assert process.poll() is None, (tmp_path / "run.log").read_text(encoding="utf-8")[-3000:]
+    def saved() -> bool:
         return log.exists() and "saved the state at step 20 " in log.read_text()
 
-    watch(slurm_cluster, saved, timeout=300)
-    (job,) = set(squeue(slurm_cluster)) - before
-    requeue(slurm_cluster, [job])
-    seen = watch(slurm_cluster, lambda _: process.poll() is not None)
-    print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
-    assert process.wait() == 0, (tmp_path / "run.log").read_text(encoding="utf-8")[-4000:]
+    requeued_once(slurm_cluster, tmp_path, config, run / "video.mp4", saved)
     resumed = re.search(r"resumed at step (\d+) of 200\n", log.read_text())
     assert resumed and int(resumed[1]) >= 20, log.read_text()[-3000:]
     meta = json.loads((tmp_path / "results" / run / "generation.json").read_text())
     assert meta["resumed_from_step"] == int(resumed[1]) and len(meta["attempts"]) == 2
     assert not (tmp_path / "results" / "resume").exists()
-    assert set(squeue(slurm_cluster)) - before == {job}  # requeued, not submitted again
-
-    local = tmp_path / "local" / "results"  # the same job, uninterrupted, without SLURM
-    done = snakemake(local.parent, config | {"outdir": str(local)}, str(local / run / "video.mp4"))
-    assert done.returncode == 0, done.stdout[-3000:]
-    videos = sorted((tmp_path / "results" / run).rglob("*.mp4"))
-    assert len(videos) == 1 + len(config["denoise"]["steps"])
-    for path in videos:
-        assert path.read_bytes() == (local / path.relative_to(tmp_path / "results")).read_bytes()
+    made = made_as_locally(tmp_path, config, run / "video.mp4", run)
+    assert made == 1 + len(config["denoise"]["steps"])
     again = start(tmp_path, config, "-n", str(tmp_path / "results" / run / "video.mp4"))
     assert again.wait() == 0 and "Nothing to be done" in (tmp_path / "run.log").read_text()
 
@@ -252,33 +275,19 @@ def test_a_requeued_batch_job_restores_its_first_instance_and_resumes_the_second
     config["denoise"] |= {"steps": [20, 100, 200], "save_every": 10}
     batched = config | {"model_registry": str(tmp_path / "batched.yaml")}
     log = tmp_path / "results/logs/generate/tiny_wan22/generate_batch_tiny_wan22_0.log"
-    before = set(squeue(slurm_cluster))
 
-    process = start(tmp_path, batched, "generate_all")
-
-    def second_saved(_) -> bool:
-        assert process.poll() is None, (tmp_path / "run.log").read_text(encoding="utf-8")[-3000:]
+    def second_saved() -> bool:
         return log.exists() and log.read_text().count("saved the state at step 20 ") == 2
 
-    watch(slurm_cluster, second_saved, timeout=300)
-    (job,) = set(squeue(slurm_cluster)) - before
-    requeue(slurm_cluster, [job])
-    seen = watch(slurm_cluster, lambda _: process.poll() is not None)
-    print(f"\nsqueue -O {SQUEUE}, after the requeue:", *seen, sep="\n")
-    assert process.wait() == 0, (tmp_path / "run.log").read_text(encoding="utf-8")[-4000:]
+    job = requeued_once(slurm_cluster, tmp_path, batched, "generate_all", second_saved)
     fields = squeue(slurm_cluster)[job].split()
     assert fields[1:5] == ["gpu", "COMPLETED", "rule_generate_batch_tiny_wan22_0", "gres:gpu:1"]
     text = log.read_text()
     assert text.count(": restored from ") == 1 and text.count("loaded tiny_wan22 in ") == 1
     assert re.search(r"resumed at step (\d+) of 200\n", text), text[-3000:]
-
-    local = tmp_path / "local" / "results"  # a job per instance, uninterrupted, no SLURM
-    done = snakemake(local.parent, config | {"outdir": str(local)}, "generate_all")
-    assert done.returncode == 0, done.stdout[-3000:]
-    videos = sorted((tmp_path / "results" / "tiny_wan22").rglob("*.mp4"))
-    assert len(videos) == 2 * (1 + len(config["denoise"]["steps"]))
-    for path in videos:
-        assert path.read_bytes() == (local / path.relative_to(tmp_path / "results")).read_bytes()
+    # a job per instance, uninterrupted, no SLURM
+    made = made_as_locally(tmp_path, config, "generate_all", Path("tiny_wan22"))
+    assert made == 2 * (1 + len(config["denoise"]["steps"]))
 
 
 # Every provider's video API job requeued by SLURM mid-wait (`scontrol requeue`) waits on
