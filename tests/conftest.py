@@ -21,38 +21,37 @@ def pytest_xdist_auto_num_workers(config):
     return len(os.sched_getaffinity(0)) + 1
 
 
-# The modules that take longest, in the order xdist hands them out (measured on 2 cores;
-# `--dist loadscope --no-loadscope-reorder`: a module's tests and its module fixtures on one
-# worker). SLURM's module mostly waits (on its polls) for about 300 s: it goes out early,
-# beside the whole-study runs, which keep both cores busy meanwhile. The other modules that
-# mostly wait (on the test doubles' reply times and retry hints) come after those runs,
-# each beside modules that compute, not beside SLURM's and one another: two workers waiting
-# at once leave a core idle. The preference tests copy the reliability tests' study
-# (tests/support/shared.py): handed out late, they find it built instead of waiting for it.
+# The modules that take longest, longest first (measured on 2 cores): under xdist
+# (`--dist loadscope --no-loadscope-reorder`: a module's tests and its module fixtures on one
+# worker, modules handed out in this order) none of them is left alone at the end. Some
+# mostly wait (on SLURM's polls, on the test doubles' reply times and retry hints): handed
+# out early too, they wait while the whole-study runs keep both cores busy. The
+# preference tests copy the reliability tests' study (tests/support/shared.py): handed out
+# late, they find it built instead of waiting for it.
 LONGEST_FIRST = [
     "tests/workflow/test_workflow.py",
-    "tests/workflow/test_slurm.py",
     "tests/workflow/test_sensitivity_run.py",
-    "tests/video_api/test_study.py",
+    "tests/workflow/test_slurm.py",
     "tests/images/test_image_models.py",
     "tests/models/test_resumable.py",
+    "tests/bench/test_bench_smoke.py",
+    "tests/video_api/test_study.py",
     "tests/study/test_study_workflow.py",
-    "tests/aggregate/test_reliability_workflow.py",
-    "tests/benchmark/test_published_subset.py",
-    "tests/models/test_generate.py",
-    "tests/bench/test_bench_smoke.py",  # mostly waits from here on, each beside computing
-    "tests/workflow/test_resume.py",
     "tests/video_api/test_providers.py",
     "tests/workflow/test_install.py",
-    "tests/workflow/test_reruns.py",
-    "tests/judge/test_judge_pacing.py",
-    "tests/models/test_image_families.py",
     "tests/video_api/test_unsure_submissions.py",
-    "tests/images/test_published_images.py",
     "tests/image_api/test_never_pay_twice.py",
+    "tests/benchmark/test_published_subset.py",
+    "tests/models/test_generate.py",
+    "tests/aggregate/test_reliability_workflow.py",
+    "tests/judge/test_judge_pacing.py",
+    "tests/workflow/test_resume.py",
+    "tests/workflow/test_reruns.py",
+    "tests/video_api/test_never_twice.py",
+    "tests/models/test_image_families.py",
+    "tests/images/test_published_images.py",
     "tests/models/test_diffusers_i2v.py",
     "tests/judge/test_judge_client.py",
-    "tests/video_api/test_never_twice.py",
     "tests/aggregate/test_vs_paper.py",
     "tests/workflow/test_docs_commands.py",
     "tests/models/test_batch.py",

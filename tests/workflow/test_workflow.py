@@ -158,7 +158,7 @@ PROMPT = 'Move the dot\'s "path" $(echo no) `id` {instance} {{x}} 100%\nthen sto
 
 @pytest.fixture(scope="module")
 def families(tmp_path_factory):
-    """Every family but tiny_wan22's (the default run makes its videos) through rule `generate`
+    """Every family but tiny_wan22's (the other workflow tests run it) through rule `generate`
     in one run on maze_square's level-1 instance, by shell entries given awkward text and
     paths: a prompt with quotes, `$`, braces and a newline, and spaces, `$` and quotes in the
     paths (braces too in the registry's). Returns the workdir, the config and the outdir."""
