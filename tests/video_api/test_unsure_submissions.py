@@ -130,7 +130,8 @@ def test_an_operation_still_running_then_expired_stops_until_resubmission(tmp_pa
     assert f"The command: snakemake {job.output.video} --config '{RESEND}'" in str(failure.value)
     assert len(fake.submissions) == 1
     fake.polls = 1
-    job.config["video_api"]["resubmit"] = True
+    # resubmitted, with a minute to finish (0.3 s is a loaded machine's submit and poll)
+    job.config["video_api"] |= {"resubmit": True, "timeout_min": 1}
     generate_api_job(job)
     assert outputs(job)[1]["status"] == "ok" and len(fake.submissions) == 2
 
