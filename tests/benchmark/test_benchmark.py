@@ -11,6 +11,7 @@ import pytest
 import yaml
 from PIL import Image
 
+from tests.support.workflow import example_instances
 from workflow_scripts.benchmark.instances import BenchmarkError, load_instances, select_subset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -286,11 +287,7 @@ def test_subset_full_and_unknown(many):
 
 
 def test_bundled_examples_load():
-    table = load_instances(
-        REPO / "tasks" / "examples",
-        REPO / "tasks" / "task_names.yaml",
-        REPO / "tasks" / "overlap.yaml",
-    )
+    table = example_instances()
     assert len(table) == 24
     assert table.groupby(["task", "level"]).size().eq(2).all()
     assert table.task.nunique() == 4

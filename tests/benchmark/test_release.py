@@ -15,13 +15,11 @@ from tests.support.fake_vlm import FakeVLM
 from tests.support.release import CHECKLISTS, INSTANCES, break_release, make_release, write_videos
 from tests.support.scripted_judge import Judge, checklist_length
 from tests.support.videos import videos_config
-from tests.support.workflow import REPO, default_config, snakemake
+from tests.support.workflow import META, REPO, default_config, snakemake
 from workflow_scripts.benchmark import rubric
 from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.benchmark.made_elsewhere import find_outputs
 from workflow_scripts.common import layout
-
-META = (REPO / "tasks" / "task_names.yaml", REPO / "tasks" / "overlap.yaml")
 
 
 @pytest.fixture

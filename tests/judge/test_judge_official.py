@@ -20,7 +20,7 @@ import pytest
 from tests.judge.test_judge_protocol import by_kind, rows, run, video  # noqa: F401 (fixtures)
 from tests.support.fake_vlm import _usage
 from tests.support.scripted_judge import Judge, frames_of, kind
-from tests.support.workflow import EXAMPLES, REPO
+from tests.support.workflow import EXAMPLES, META
 from vgi_models.video import write_video
 from workflow_scripts.benchmark import rubric
 from workflow_scripts.benchmark.instances import load_instances
@@ -30,8 +30,6 @@ from workflow_scripts.judge.protocol import intervals
 from workflow_scripts.judge.replies import scores, take_verdict
 from workflow_scripts.judge.settings import Protocol, judge_params
 from workflow_scripts.judge.templates import HERE as TEMPLATES
-
-META = (REPO / "tasks" / "task_names.yaml", REPO / "tasks" / "overlap.yaml")
 
 # Rule 1. Frames per pass of a 3 s clip (D = 3) at each rate: (official, nearest).
 # Official: the last time is D - 1/rate: 2.9375 (written 2.938, past frame 47 at 16 fps),

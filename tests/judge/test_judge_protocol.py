@@ -19,9 +19,8 @@ import pytest
 
 from tests.support.fake_vlm import FakeVLM, Received, version
 from tests.support.scripted_judge import FRAME, Judge, frames_of, kind
-from tests.support.workflow import REPO
+from tests.support.workflow import example_instances
 from vgi_models.video import write_video
-from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.frames import encode_image
 from workflow_scripts.judge.protocol import intervals, judge_video, windows
@@ -43,13 +42,7 @@ def video(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def rows():
-    table = load_instances(
-        REPO / "tasks" / "examples",
-        REPO / "tasks" / "task_names.yaml",
-        REPO / "tasks" / "overlap.yaml",
-        tasks=["sorting", "clock_running"],
-        levels=[1],
-    )
+    table = example_instances(tasks=["sorting", "clock_running"], levels=[1])
     first = {task: table.index[table["task"] == task][0] for task in table["task"]}
     return {task: {**table.loc[name].to_dict(), "instance": name} for task, name in first.items()}
 

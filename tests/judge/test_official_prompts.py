@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 
 from tests.support.fake_vlm import FakeVLM, Received
-from tests.support.workflow import REPO
+from tests.support.workflow import REPO, first_example
 from vgi_models.video import write_video
-from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.frames import encode_image
 from workflow_scripts.judge.jobs import official_prompts
@@ -44,14 +43,7 @@ def video(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sorting():
     """The first level-1 sorting instance: a ground-truth image the windows are routed."""
-    table = load_instances(
-        REPO / "tasks" / "examples",
-        REPO / "tasks" / "task_names.yaml",
-        REPO / "tasks" / "overlap.yaml",
-        tasks=["sorting"],
-        levels=[1],
-    )
-    return {**table.iloc[0].to_dict(), "instance": table.index[0]}
+    return first_example("sorting")
 
 
 def respond(received: Received) -> dict:

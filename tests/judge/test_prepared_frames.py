@@ -18,9 +18,8 @@ from PIL import Image
 
 from tests.support.fake_vlm import FakeVLM
 from tests.support.scripted_judge import Judge
-from tests.support.workflow import REPO
+from tests.support.workflow import first_example
 from vgi_models.video import checkpoint_name, write_video
-from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.common.layout import frame_store
 from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.frames import VideoFrames, samples, store_path
@@ -107,14 +106,7 @@ def test_the_judge_reads_prepared_frames_and_its_cached_calls_still_hit(
     run_folder, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("FAKE_VLM_KEY", "test-key")
-    rows = load_instances(
-        REPO / "tasks" / "examples",
-        REPO / "tasks" / "task_names.yaml",
-        REPO / "tasks" / "overlap.yaml",
-        tasks=["sorting"],
-        levels=[1],
-    )
-    instance = {**rows.iloc[0].to_dict(), "instance": rows.index[0]}
+    instance = first_example("sorting")
     protocol = Protocol(frame_long_side=128)
     video = run_folder / "video.mp4"
 

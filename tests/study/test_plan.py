@@ -9,9 +9,8 @@ import pytest
 
 from tests.study.scripted import OnePerWindow
 from tests.support.fake_vlm import FakeVLM
-from tests.support.workflow import REPO
+from tests.support.workflow import first_example
 from vgi_models.video import write_video
-from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.judge.client import VLMClient
 from workflow_scripts.judge.protocol import judge_video
 from workflow_scripts.judge.settings import Protocol
@@ -20,12 +19,7 @@ from workflow_scripts.study.plan import judge_calls
 
 @pytest.fixture(scope="module")
 def instance():
-    table = load_instances(
-        REPO / "tasks/examples", REPO / "tasks/task_names.yaml", REPO / "tasks/overlap.yaml",
-        tasks=["sorting"], levels=[1],
-    )  # fmt: skip
-    name = table.index[0]
-    return {**table.loc[name].to_dict(), "instance": name}
+    return first_example("sorting")
 
 
 @pytest.mark.parametrize(("frames", "fps"), [(48, 16), (81, 16), (49, 24)])

@@ -16,9 +16,22 @@ import yaml
 from snakemake import cli
 
 from tests.support.in_process import run_main
+from workflow_scripts.benchmark.instances import load_instances
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tasks" / "examples"
+META = (REPO / "tasks" / "task_names.yaml", REPO / "tasks" / "overlap.yaml")  # taxonomy, overlap
+
+
+def example_instances(**selection):
+    """The bundled examples' instance table (`load_instances`), `tasks`/`levels` as given."""
+    return load_instances(EXAMPLES, *META, **selection)
+
+
+def first_example(task: str) -> dict:
+    """The first level-1 instance of `task` in the bundled examples: its row and `instance`."""
+    table = example_instances(tasks=[task], levels=[1])
+    return {**table.iloc[0].to_dict(), "instance": table.index[0]}
 
 
 def examples_without(root: Path, tasks: list[str], *instances: str) -> Path:

@@ -19,10 +19,9 @@ import pytest
 
 from tests.support.fake_vlm import FakeVLM, version
 from tests.support.scripted_judge import Transitioner, checkpoint_frames, kind
-from tests.support.workflow import REPO, default_config, snakemake
+from tests.support.workflow import REPO, default_config, example_instances, snakemake
 from vgi_models.video import checkpoint_name, write_video
 from workflow_scripts.aggregate.agreement import agreement, label_sheet, pairs_table
-from workflow_scripts.benchmark.instances import load_instances
 from workflow_scripts.benchmark.study import Study, StudyError
 from workflow_scripts.common import layout
 from workflow_scripts.judge.client import VLMClient
@@ -51,10 +50,7 @@ def denoise(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
     tasks = ["sorting", "clock_running", "maze_square"]  # reference image, text, none
-    examples, tasks_dir = REPO / "tasks" / "examples", REPO / "tasks"
-    return load_instances(
-        examples, tasks_dir / "task_names.yaml", tasks_dir / "overlap.yaml", tasks, [1]
-    )
+    return example_instances(tasks=tasks, levels=[1])
 
 
 @pytest.fixture(scope="module")
